@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillrun/skillrun/runtime"
+)
+
+func newDoctor(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Report what this host can enforce",
+		Long: `doctor probes the host: namespaces, user namespaces, seccomp, the Landlock
+ABI, the cgroup version and controllers, whether skillrun runs as root, and
+the isolation level exec will use. Each missing feature is named with the
+file or syscall that said no.`,
+		Example: `  skillrun doctor
+  skillrun doctor --json | jq .landlock_abi`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h := runtime.Probe(cmd.Context())
+			if asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(h)
+			}
+			yes := map[bool]string{true: "yes", false: "no"}
+			row := func(k, v string) { fmt.Fprintf(g.stdout, "%-18s %s\n", k, v) }
+			row("os", h.OS+" "+h.Kernel)
+			row("root", yes[h.Root])
+			row("namespaces", strings.Join(h.Namespaces, " "))
+			row("user namespaces", yes[h.UserNamespaces])
+			row("seccomp", yes[h.Seccomp])
+			row("landlock abi", fmt.Sprint(h.LandlockABI))
+			row("cgroups", fmt.Sprintf("v%d: %s", h.CgroupVersion, strings.Join(h.CgroupControllers, " ")))
+			row("isolation", string(h.Isolation))
+			for _, p := range h.Problems {
+				fmt.Fprintf(g.stdout, "problem: %s\n", p)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the probe as JSON")
+	return cmd
+}

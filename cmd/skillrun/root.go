@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	logLevel string
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+	log      *slog.Logger
+}
+
+// Run parses args and runs one command. It is the only entry point; main
+// turns its error into the exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil && isCobraUsage(err) {
+		return fmt.Errorf("%w: %v (see 'skillrun --help')", errUsage, err)
+	}
+	return err
+}
+
+// isCobraUsage tells cobra's argument and flag errors, which it reports
+// only as text, from errors returned by a command.
+func isCobraUsage(err error) bool {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "flag needs", "invalid argument", "accepts ", "requires at least", "requires exactly", "bad flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "skillrun",
+		Short: "Run untrusted agent skills in a sandbox, brokering every tool call",
+		Long: `skillrun runs third-party agent skills inside fresh namespaces with seccomp,
+Landlock, cgroups and rlimits. A skill's only way to act is a JSON-RPC tool
+call to a broker that checks it against what the skill declared in SKILL.md,
+audits it and traces it.`,
+		Example: `  skillrun doctor
+  skillrun validate ./examples/skills/hello`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			lvl, err := parseLevel(g.logLevel)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: lvl}))
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("SKILLRUN_LOG", "warn"), "log level: debug, info, warn or error (env SKILLRUN_LOG)")
+	root.AddCommand(newValidate(g), newDoctor(g), newVersion(g))
+	return root
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
