@@ -12,7 +12,7 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static"
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help deps build demo test test-unit test-integration lint cross fuzz bench clean
+.PHONY: help deps build demo test test-integration lint cross fuzz bench seccomp-golden clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -23,9 +23,13 @@ deps: ## install the build dependencies if missing (root on Debian/Ubuntu)
 build: deps ## build bin/skillrun (cgo, -tags seccomp, static)
 	CGO_ENABLED=1 $(GO) build -tags "$(TAGS)" -ldflags '$(STATIC_LDFLAGS)' -o bin/skillrun ./cmd/skillrun
 
-demo: build ## the main job on the embedded defaults: doctor, then validate the bundled example
+demo: build ## the main job: a real skill through the real sandbox and broker (state in a temp dir)
 	./bin/skillrun doctor
 	./bin/skillrun validate examples/skills/hello
+	@root=$$(mktemp -d -t skillrun-demo.XXXXXX); set -x; \
+	./bin/skillrun --root $$root trust examples/skills/hello && \
+	./bin/skillrun --root $$root exec examples/skills/hello; rc=$$?; \
+	{ set +x; } 2>/dev/null; rm -rf $$root; exit $$rc
 
 test: deps ## everything CI runs: unit tests with -race, and the root-only integration tests when root
 	CGO_ENABLED=1 $(GO) test -tags "$(TAGS)" -race -count=1 ./...
@@ -47,12 +51,15 @@ cross: ## build and vet for macOS (rlimit-only fallback)
 
 fuzz: ## run every fuzz target for FUZZTIME (default 10s)
 	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  for f in $$($(GO) test -tags "$(TAGS)" -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -tags "$(TAGS)" -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	  done; done
 
 bench: ## run the benchmarks and write BENCHMARKS.md
 	scripts/bench.sh $(BENCHTIME)
+
+seccomp-golden: ## regenerate the golden files of the compiled seccomp filter
+	$(GO) test -tags "$(TAGS)" ./seccomp -run '^TestGolden$$' -update -count=1
 
 clean: ## remove build output
 	rm -rf bin

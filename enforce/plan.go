@@ -10,8 +10,16 @@ import (
 	"github.com/skillrun/skillrun/skill"
 )
 
-// SocketPath is where the broker socket appears inside every sandbox.
-const SocketPath = "/run/skillrun/broker.sock"
+// Fixed paths inside every sandbox.
+const (
+	// SocketPath is where the broker socket appears.
+	SocketPath = "/run/skillrun/broker.sock"
+	// ShimPath is skillrun's own static binary, the container process that
+	// applies Landlock and execs the entrypoint.
+	ShimPath = "/run/skillrun/shim"
+	// ShimConfigPath is the shim's configuration, read before Landlock.
+	ShimConfigPath = "/run/skillrun/shim.json"
+)
 
 // Limits are the resource limits of one invocation: cgroup values and the
 // rlimits applied beside them.
@@ -132,7 +140,9 @@ func MakePlan(snap *skill.Snapshot, decl Declaration, h Host, opts PlanOptions) 
 		NoNewPrivs:   true,
 		Capabilities: []string{},
 	}
-	if h.UserNamespaces {
+	if h.UserNamespaces && !h.Root {
+		// As root the skill already runs under an unprivileged uid of its
+		// own; a user namespace is what rootless operation needs.
 		p.Namespaces = append(p.Namespaces, "user")
 	}
 	for _, r := range decl.Bash {

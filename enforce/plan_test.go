@@ -46,7 +46,7 @@ func plan(t *testing.T, fm string, opts PlanOptions) (Plan, []skill.Diagnostic, 
 func declaredRules(p Plan) []FSRule {
 	var out []FSRule
 	for _, r := range p.Landlock.Rules {
-		if r.Origin != "system" && r.Origin != "skill" {
+		if r.Origin != "system" && r.Origin != "skill" && r.Origin != "shim" {
 			out = append(out, r)
 		}
 	}
@@ -105,7 +105,7 @@ func TestPlanFileGrantShapes(t *testing.T) {
 				t.Fatalf("warnings %v lack %q", warns, tt.wantWarn)
 			}
 			for _, m := range p.Mounts {
-				if m.Origin != "system" && m.Origin != "skill" && m.Origin != "broker" && m.ReadOnly == tt.mountRW {
+				if m.Origin != "system" && m.Origin != "skill" && m.Origin != "broker" && m.Origin != "shim" && m.ReadOnly == tt.mountRW {
 					t.Fatalf("mount %+v: want read-only=%t", m, !tt.mountRW)
 				}
 			}
@@ -253,6 +253,12 @@ func TestVerifyCatchesWiderGrants(t *testing.T) {
 		{"memory above declaration", func(p *Plan) { p.Limits.MemoryBytes = 128 << 20 }},
 		{"nproc above default", func(p *Plan) { p.Limits.NProc = 64 }},
 		{"core dumps", func(p *Plan) { p.Limits.CoreBytes = 1 << 20 }},
+		{"writable shim", func(p *Plan) {
+			p.Landlock.Rules = append(p.Landlock.Rules, FSRule{Path: ShimPath, Write: true, Origin: "shim"})
+		}},
+		{"shim origin elsewhere", func(p *Plan) {
+			p.Mounts = append(p.Mounts, Mount{Kind: "bind", Source: "/etc", Target: "/etc", ReadOnly: true, Origin: "shim"})
+		}},
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {

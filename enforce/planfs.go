@@ -110,7 +110,9 @@ func (pb *planBuilder) systemMounts(skillDir string, tmpBytes int64) []Mount {
 	}
 	out = append(out,
 		Mount{Kind: "bind", Source: skillDir, Target: skillDir, ReadOnly: true, Origin: "skill"},
-		Mount{Kind: "bind", Target: SocketPath, Origin: "broker"})
+		Mount{Kind: "bind", Target: SocketPath, Origin: "broker"},
+		Mount{Kind: "bind", Target: ShimPath, ReadOnly: true, Origin: "shim"},
+		Mount{Kind: "bind", Target: ShimConfigPath, ReadOnly: true, Origin: "shim"})
 	return out
 }
 
@@ -130,7 +132,10 @@ func (pb *planBuilder) systemRules(skillDir string) []FSRule {
 		}
 		out = append(out, FSRule{Path: g.path, Dir: g.isDir, Read: g.read, Write: g.write, Exec: g.exec, Origin: "system"})
 	}
-	return append(out, FSRule{Path: skillDir, Dir: true, Read: true, Exec: true, Origin: "skill"})
+	return append(out,
+		FSRule{Path: skillDir, Dir: true, Read: true, Exec: true, Origin: "skill"},
+		// The shim re-executes itself as the unprivileged exec stage.
+		FSRule{Path: ShimPath, Read: true, Exec: true, Origin: "shim"})
 }
 
 // literalRoot returns the longest leading run of whole path segments of a

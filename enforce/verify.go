@@ -87,6 +87,11 @@ func verifyRule(r FSRule, skillDir string, decl Declaration) error {
 			return defect(name, "the skill folder is read+exec only")
 		}
 		return nil
+	case "shim":
+		if r.Path != ShimPath || r.Write || r.Dir {
+			return defect(name, "only the shim binary itself is read+exec")
+		}
+		return nil
 	}
 	if !slices.Contains(decl.Files, r.Origin) {
 		return defect(name, "its origin %q is not in x-allowed-files", r.Origin)
@@ -130,6 +135,11 @@ func verifyMount(mt Mount, skillDir string, decl Declaration) error {
 	case "broker":
 		if mt.Target != SocketPath {
 			return defect(name, "the broker socket has one fixed path")
+		}
+		return nil
+	case "shim":
+		if (mt.Target != ShimPath && mt.Target != ShimConfigPath) || !mt.ReadOnly {
+			return defect(name, "the shim and its configuration are mounted read-only at fixed paths")
 		}
 		return nil
 	}

@@ -11,6 +11,8 @@ command -v make >/dev/null 2>&1 || need+=(make)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 pkg-config --exists libseccomp 2>/dev/null || need+=(libseccomp-dev)
 command -v git >/dev/null 2>&1 || need+=(git)
+# The bundled example skill and the integration tests' skills are Python.
+[ -x /usr/bin/python3 ] || need+=(python3)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -154,3 +154,33 @@ func TestHashTree(t *testing.T) {
 		}
 	}
 }
+
+func TestMaterialize(t *testing.T) {
+	root := t.TempDir()
+	dir := writeSkill(t, root, "report", minimalSkill)
+	os.MkdirAll(filepath.Join(dir, "lib"), 0o700)
+	os.WriteFile(filepath.Join(dir, "lib", "secret-mode.txt"), []byte("x"), 0o600)
+	os.Symlink("lib/secret-mode.txt", filepath.Join(dir, "link"))
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(root, "copy")
+	if err := s.Materialize(dst); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{"lib": 0o755 | os.ModeDir, "lib/secret-mode.txt": 0o644, "main": 0o755} {
+		info, err := os.Lstat(filepath.Join(dst, p))
+		if err != nil || info.Mode() != want {
+			t.Errorf("%s: mode %v, %v; want %v", p, info.Mode(), err, want)
+		}
+	}
+	if target, _ := os.Readlink(filepath.Join(dst, "link")); target != "lib/secret-mode.txt" {
+		t.Errorf("symlink not recreated: %q", target)
+	}
+	// An edit after loading must not reach the copy unnoticed.
+	os.WriteFile(filepath.Join(dir, "main"), []byte("#!/bin/sh\nrm -rf /\n"), 0o755)
+	if err := s.Materialize(filepath.Join(root, "copy2")); !errors.Is(err, ErrChanged) {
+		t.Fatalf("err = %v, want ErrChanged", err)
+	}
+}

@@ -7,9 +7,21 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/skillrun/skillrun/runtime"
 )
 
 func main() {
+	// The sandbox re-executes this binary: as the container's shim, and as
+	// the shim's unprivileged exec stage. Neither is a user command.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "__shim":
+			os.Exit(runtime.ShimMain(os.Args[2:]))
+		case "__exec":
+			os.Exit(runtime.ExecStageMain(os.Args[2:]))
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

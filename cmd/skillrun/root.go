@@ -10,11 +10,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skillrun/skillrun/store"
 )
 
 // globals are the flags every command shares.
 type globals struct {
 	logLevel string
+	root     string
 	stdin    io.Reader
 	stdout   io.Writer
 	stderr   io.Writer
@@ -62,7 +65,9 @@ Landlock, cgroups and rlimits. A skill's only way to act is a JSON-RPC tool
 call to a broker that checks it against what the skill declared in SKILL.md,
 audits it and traces it.`,
 		Example: `  skillrun doctor
-  skillrun validate ./examples/skills/hello`,
+  skillrun validate ./examples/skills/hello
+  skillrun trust ./examples/skills/hello
+  skillrun exec ./examples/skills/hello`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -75,7 +80,8 @@ audits it and traces it.`,
 		},
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("SKILLRUN_LOG", "warn"), "log level: debug, info, warn or error (env SKILLRUN_LOG)")
-	root.AddCommand(newValidate(g), newDoctor(g), newVersion(g))
+	root.PersistentFlags().StringVar(&g.root, "root", store.DefaultRoot(), "state directory (env SKILLRUN_ROOT; /var/lib/skillrun as root)")
+	root.AddCommand(newValidate(g), newDoctor(g), newTrust(g), newExec(g), newGC(g), newVersion(g))
 	return root
 }
 

@@ -1,0 +1,198 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/skillrun/skillrun/enforce"
+	"github.com/skillrun/skillrun/jsonrpc"
+	"github.com/skillrun/skillrun/tools"
+)
+
+// call is one tool.call as it goes through the broker.
+type call struct {
+	tool     string
+	args     json.RawMessage // as the skill sent them
+	trace    string
+	argsHash string
+}
+
+// toolCall runs one tool.call in the order of DESIGN §6: tool allow/deny,
+// argument checks, (rate limit, not yet), dispatch.
+func (b *Broker) toolCall(ctx context.Context, params json.RawMessage) (any, error) {
+	b.calls.Add(1)
+	var p jsonrpc.ToolCallParams
+	if err := jsonrpc.DecodeParams(params, &p); err != nil {
+		b.failed.Add(1)
+		return nil, err
+	}
+	if p.Tool == "" {
+		b.failed.Add(1)
+		return nil, &jsonrpc.ParamsError{Field: "tool", Detail: "required"}
+	}
+	c := &call{tool: p.Tool, args: p.Args, trace: p.Traceparent, argsHash: ArgsHash(p.Args)}
+	t, args, err := b.check(c)
+	if err != nil {
+		return nil, b.refuse(ctx, c, err)
+	}
+	return b.dispatch(ctx, c, t, args)
+}
+
+// check runs every check before dispatch and returns the tool and the
+// arguments it is to be invoked with.
+func (b *Broker) check(c *call) (tools.Tool, json.RawMessage, error) {
+	enf := b.cfg.Enforcer
+	if err := enf.CheckTool(c.tool); err != nil {
+		return nil, nil, err
+	}
+	t, ok := b.cfg.Registry.Tool(c.tool)
+	if !ok {
+		// Allowed by the declaration but not served here (a catalog
+		// entry with no implementation, an MCP server not running).
+		return nil, nil, enforce.Deny(enforce.ReasonUnknownTool, c.tool, "not provided by this broker")
+	}
+	p, ok := t.(Preparer)
+	if !ok {
+		// New made sure such a tool exercises no capability.
+		return t, c.args, nil
+	}
+	args, err := prepare(p, c.args, enf)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, args, nil
+}
+
+// prepare runs a tool's argument check; a panic in it refuses the call
+// rather than ending the broker.
+func prepare(p Preparer, args json.RawMessage, e *enforce.Enforcer) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r, stack: debug.Stack()}
+		}
+	}()
+	return p.Prepare(args, e)
+}
+
+// refuse accounts for a call stopped before dispatch and returns the
+// error for the skill.
+func (b *Broker) refuse(ctx context.Context, c *call, err error) error {
+	if d, ok := enforce.AsDenial(err); ok {
+		b.deny(ctx, c, d)
+		return d
+	}
+	b.failed.Add(1)
+	if errors.Is(err, jsonrpc.ErrInvalidParams) {
+		b.log.Debug("broker: invalid tool arguments", "tool", c.tool, "args_hash", c.argsHash, "error", err)
+		return err
+	}
+	b.logFailure(c, err)
+	return fmt.Errorf("%s: argument check failed: %w", c.tool, jsonrpc.ErrInternal)
+}
+
+// deny records a denial. It fills in the tool and skill a tool's own
+// denial may lack, as the skill is told them.
+func (b *Broker) deny(ctx context.Context, c *call, d *enforce.Denial) {
+	b.denied.Add(1)
+	if d.Tool == "" {
+		d.Tool = c.tool
+	}
+	if d.SkillID == "" {
+		d.SkillID = b.skillID
+	}
+	// The detail may quote arguments: it goes to the skill and the log,
+	// never into the audit row.
+	b.log.Info("broker: tool call denied", "tool", c.tool, "reason", d.Reason, "args_hash", c.argsHash)
+	b.record(ctx, KindToolDenied, c, map[string]any{
+		"reason":              string(d.Reason),
+		"attempted_args_hash": c.argsHash,
+	})
+}
+
+// dispatch invokes the tool with the checked arguments.
+func (b *Broker) dispatch(ctx context.Context, c *call, t tools.Tool, args json.RawMessage) (any, error) {
+	b.record(ctx, KindToolCallStarted, c, map[string]any{
+		"args_hash":       c.argsHash,
+		"args_size_bytes": len(c.args),
+	})
+	start := time.Now()
+	res, err := invoke(ctx, t, tools.Call{Args: args, TraceParent: c.trace})
+	outcome, err := b.outcome(ctx, c, err)
+	b.record(ctx, KindToolCallCompleted, c, map[string]any{
+		"outcome":     outcome,
+		"duration_ms": time.Since(start).Milliseconds(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// invoke runs the tool; a panic in it fails this call, not the broker,
+// and is still accounted for like any failure.
+func invoke(ctx context.Context, t tools.Tool, c tools.Call) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, &panicError{value: r, stack: debug.Stack()}
+		}
+	}()
+	return t.Invoke(ctx, c)
+}
+
+// outcome classifies a tool's error and turns it into what the skill gets.
+func (b *Broker) outcome(ctx context.Context, c *call, err error) (string, error) {
+	if err == nil {
+		return OutcomeSuccess, nil
+	}
+	if d, ok := enforce.AsDenial(err); ok {
+		// A denial at use time: a check the tool itself made on opening
+		// (a symlink swapped in after Prepare checked the path).
+		b.deny(ctx, c, d)
+		return OutcomeDenied, d
+	}
+	b.failed.Add(1)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		b.logFailure(c, err)
+		return OutcomeTimeout, fmt.Errorf("%s: timed out: %w", c.tool, jsonrpc.ErrInternal)
+	case errors.Is(err, jsonrpc.ErrInvalidParams):
+		return OutcomeError, err
+	}
+	if te := newToolError(c.tool, b.skillID, err); te != nil {
+		b.log.Debug("broker: tool failed", "tool", c.tool, "reason", te.Reason, "error", err)
+		return OutcomeError, te.wire()
+	}
+	b.logFailure(c, err)
+	// The text may name host state: it stays in the log.
+	return OutcomeError, fmt.Errorf("%s: %w", c.tool, jsonrpc.ErrInternal)
+}
+
+func (b *Broker) logFailure(c *call, err error) {
+	var pe *panicError
+	if errors.As(err, &pe) {
+		b.log.Error("broker: tool panicked", "tool", c.tool, "panic", pe.value, "stack", string(pe.stack))
+		return
+	}
+	b.log.Warn("broker: tool failed", "tool", c.tool, "args_hash", c.argsHash, "error", err)
+}
+
+// record writes one audit row with the fields every row of a call has.
+func (b *Broker) record(ctx context.Context, kind string, c *call, payload map[string]any) {
+	payload["invocation_id"] = b.cfg.InvocationID
+	payload["skill_id"] = b.skillID
+	payload["tenant_id"] = b.cfg.TenantID
+	payload["tool"] = c.tool
+	b.audit.Record(ctx, kind, payload)
+}
+
+// panicError is a tool's panic turned into an error.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("tool panicked: %v", e.value) }

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillrun/skillrun/invocation"
+	"github.com/skillrun/skillrun/runtime"
+)
+
+func newExec(g *globals) *cobra.Command {
+	var o invocation.Options
+	cmd := &cobra.Command{
+		Use:   "exec [flags] DIR [-- ARGS...]",
+		Short: "Run a trusted skill in the sandbox, brokering its tool calls",
+		Long: `exec loads the skill, refuses it unless its content hash is trusted and it is
+not quarantined, derives and verifies its grant plan, starts the broker on
+/tmp/cyberos-skill-broker.<invocation_id>.sock and runs the entrypoint in a
+fresh container (namespaces, seccomp, Landlock, cgroups, rlimits).
+
+It prints "invocation <id>" on stderr first; the skill's stdout and stderr
+pass through untouched. The skill gets SIGTERM at 90% of its budget
+(effort_minutes, or --timeout) and the whole sandbox is killed at 100%.
+
+Exit codes: the skill's own when it ran to completion; 124 timeout; 125
+skillrun could not set up (validation, trust, quarantine, loader defect,
+sandbox step, a skill that declared tools and never connected); 126
+entrypoint not executable; 127 entrypoint not found; 128+N killed by
+signal N.`,
+		Example: `  skillrun trust ./skills/report
+  skillrun exec ./skills/report -- --month 2026-10
+  skillrun exec --timeout 30s --tenant acme ./skills/report
+  skillrun exec --isolation rlimit ./skills/report   # explicit fallback: rlimits only`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n := cmd.ArgsLenAtDash(); n > 1 || (n == -1 && len(args) > 1) {
+				return fmt.Errorf("%w: exec takes one skill folder; pass the skill's arguments after --", errUsage)
+			}
+			o.SkillDir, o.Args = args[0], args[1:]
+			o.Root = g.root
+			o.Host = runtime.Probe(cmd.Context())
+			o.Stdin, o.Stdout, o.Stderr, o.Logger = g.stdin, g.stdout, g.stderr, g.log
+			o.Started = func(id string) { fmt.Fprintf(g.stderr, "invocation %s\n", id) }
+			res, err := invocation.Run(cmd.Context(), o)
+			var ie *invocation.Error
+			if errors.As(err, &ie) {
+				return withCode(ie.ExitCode, ie)
+			}
+			if err != nil {
+				return withCode(invocation.ExitSetup, err)
+			}
+			if res.ExitCode != 0 {
+				g.log.Info("skill ended", "invocation", res.InvocationID, "outcome", res.Outcome, "exit_code", res.ExitCode)
+				if res.Outcome == invocation.OutcomeTimeout {
+					return withCode(res.ExitCode, fmt.Errorf("invocation %s timed out after %s", res.InvocationID, res.Duration.Round(time.Millisecond)))
+				}
+				return &exitError{code: res.ExitCode, silent: true}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&o.Timeout, "timeout", 0, "budget for this run, overriding effort_minutes (SIGTERM at 90%, SIGKILL at 100%)")
+	f.StringVar(&o.InvocationID, "invocation-id", "", "invocation id (default: random); names the broker socket")
+	f.StringVar(&o.Tenant, "tenant", "default", "tenant whose memory the skill sees")
+	f.BoolVar(&o.Strict, "strict", false, "refuse to run when any isolation feature is missing")
+	f.BoolVar(&o.AllowDegraded, "allow-degraded", false, "run below the minimum Landlock ABI, recording the ABI used")
+	f.StringVar(&o.Isolation, "isolation", invocation.IsolationAuto, "auto, container, or rlimit (a plain subprocess with rlimits)")
+	f.DurationVar(&o.ConnectTimeout, "connect-timeout", invocation.DefaultConnectTimeout, "how long a skill that declared tools may take to connect to the broker (negative: no limit)")
+	f.IntVar(&o.UIDBase, "uid-base", runtime.DefaultUIDBase, "first host uid of the range handed to invocations")
+	f.IntVar(&o.UIDCount, "uid-count", runtime.DefaultUIDCount, "number of uids in that range (the most concurrent invocations)")
+	return cmd
+}

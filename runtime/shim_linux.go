@@ -1,0 +1,370 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	goruntime "runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skillrun/skillrun/landlock"
+)
+
+// execStagePath is the binary the shim starts as the exec stage: itself, at
+// the path the plan grants read+exec on. Tests point it at the test binary.
+var execStagePath = ShimPath
+
+// statusFD is the write end of the status pipe the supervisor passes.
+const statusFD = 3
+
+// lifelineFD is the read end of a pipe whose only write end the supervisor
+// holds for the whole invocation: EOF on it means the supervisor is gone,
+// and the sandbox must go with it. (libcontainer's parent-death signal does
+// not survive its own multi-stage start, measured here.)
+const lifelineFD = 4
+
+// maxShimConfig bounds the config the shim reads.
+const maxShimConfig = 1 << 20
+
+// forwardedSignals are passed on to the skill. As pid 1 the shim would
+// otherwise ignore them all: the kernel drops signals a namespace's init
+// has no handler for.
+var forwardedSignals = []os.Signal{
+	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+// ShimMain is the "__shim" subcommand, the container process: args is
+// [configPath]. It returns the skill's exit code (128+N when a signal N
+// killed it), or 125 when setup failed, after saying why on stderr and on
+// the status pipe. On success it writes nothing on stdout or stderr.
+func ShimMain(args []string) int {
+	// Below ABI 8 go-landlock restricts each thread on its own (libpsx) and
+	// each gets a Landlock domain of its own; signal scoping then lets only
+	// the thread that forked the skill signal it. So the shim forks and
+	// signals from this one thread, which is never unlocked.
+	goruntime.LockOSThread()
+	// Subscribed first: a signal that arrives during setup is passed on once
+	// the child exists, and no exit is missed.
+	signals := make(chan os.Signal, 32)
+	signal.Notify(signals, forwardedSignals...)
+	children := make(chan os.Signal, 1)
+	signal.Notify(children, syscall.SIGCHLD)
+	status := adoptStatusPipe()
+	lost := watchLifeline()
+	if len(args) != 1 {
+		return shimFail(status, "args", fmt.Errorf("usage: %s __shim CONFIG", ShimPath))
+	}
+	cfg, err := readShimConfig(args[0])
+	if err != nil {
+		return shimFail(status, "config", err)
+	}
+	if err := checkGrants(cfg); err != nil {
+		return shimFail(status, "landlock", err)
+	}
+	res, err := landlock.Restrict(cfg.Landlock, cfg.MinLandlockABI, cfg.AllowDegraded)
+	if err != nil {
+		return shimFail(status, "landlock", err)
+	}
+	pid, err := startExecStage(cfg)
+	if err != nil {
+		return shimFail(status, "start", err)
+	}
+	// Reported once the child exists, so that a failure to start it still
+	// reaches the supervisor; fd 3 is close-on-exec and never reaches it.
+	if err := writeStatus(status, ShimStatus{LandlockABI: res.ABI, Landlock: &res}); err != nil {
+		// Nobody would record this run: it must not go on.
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		fmt.Fprintf(os.Stderr, "skillrun shim: status: %v\n", err)
+		supervise(pid, nil, children, nil)
+		return shimSetupFailed
+	}
+	return supervise(pid, signals, children, lost)
+}
+
+// watchLifeline returns a channel closed when the supervisor's end of the
+// lifeline pipe closes; nil (never closed) when there is no lifeline.
+func watchLifeline() <-chan struct{} {
+	var st unix.Stat_t
+	if err := unix.Fstat(lifelineFD, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return nil
+	}
+	unix.CloseOnExec(lifelineFD)
+	f := os.NewFile(lifelineFD, "shim-lifeline")
+	lost := make(chan struct{})
+	go func() {
+		defer close(lost)
+		var b [1]byte
+		for {
+			if _, err := f.Read(b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	return lost
+}
+
+// adoptStatusPipe takes over fd 3 if it is a pipe, marking it close-on-exec
+// so that nothing started later inherits it. Without one (the shim run by
+// hand) there is nobody to report to.
+func adoptStatusPipe() *os.File {
+	var st unix.Stat_t
+	if err := unix.Fstat(statusFD, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return nil
+	}
+	unix.CloseOnExec(statusFD)
+	return os.NewFile(statusFD, "shim-status")
+}
+
+// writeStatus writes st as one JSON line and closes the pipe.
+func writeStatus(f *os.File, st ShimStatus) error {
+	if f == nil {
+		return nil
+	}
+	defer f.Close()
+	line, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	return err
+}
+
+func shimFail(status *os.File, step string, err error) int {
+	fmt.Fprintf(os.Stderr, "skillrun shim: %s: %v\n", step, err)
+	_ = writeStatus(status, ShimStatus{Error: err.Error(), Step: step})
+	return shimSetupFailed
+}
+
+func readShimConfig(path string) (ShimConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ShimConfig{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxShimConfig+1))
+	if err != nil {
+		return ShimConfig{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxShimConfig {
+		return ShimConfig{}, fmt.Errorf("%w: %s is larger than %d bytes", ErrShimConfig, path, maxShimConfig)
+	}
+	var cfg ShimConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return ShimConfig{}, fmt.Errorf("%w: %s: %w", ErrShimConfig, path, err)
+	}
+	return cfg, cfg.Validate()
+}
+
+// checkGrants refuses a plan under which the skill could not start, so the
+// cause is named here rather than surfacing as a bare 126 from execve: the
+// skill folder must be mounted, and the plan must grant read+exec on the
+// entrypoint and on the exec stage.
+func checkGrants(cfg ShimConfig) error {
+	dir := filepath.Dir(cfg.Entrypoint)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("skill folder: %w (is it mounted in the sandbox?)", err)
+	}
+	for _, p := range []string{cfg.Entrypoint, execStagePath} {
+		if g := landlock.Granted(cfg.Landlock.Rules, p); !g.Read || !g.Exec {
+			return fmt.Errorf("the plan grants no read+exec on %s", p)
+		}
+	}
+	return nil
+}
+
+// startExecStage starts the exec stage as the invocation's uid and gid,
+// with no supplementary groups, an empty environment and only fds 0-2.
+// After setuid to a non-zero uid the kernel clears its capabilities. It
+// uses syscall.ForkExec, not os/exec: the shim reaps every child with
+// wait4(-1) itself, which would race with an os.Process waiting for one.
+func startExecStage(cfg ShimConfig) (int, error) {
+	spec, err := json.Marshal(execSpec{
+		Entrypoint: cfg.Entrypoint, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Dir, Rlimits: cfg.Rlimits,
+	})
+	if err != nil {
+		return 0, err
+	}
+	pid, err := syscall.ForkExec(execStagePath, []string{execStagePath, "__exec", string(spec)}, &syscall.ProcAttr{
+		Dir:   cfg.Dir,
+		Env:   []string{},
+		Files: []uintptr{0, 1, 2},
+		Sys: &syscall.SysProcAttr{
+			Credential: &syscall.Credential{Uid: uint32(cfg.UID), Gid: uint32(cfg.GID), Groups: []uint32{}},
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("exec stage %s as uid %d: %w", execStagePath, cfg.UID, err)
+	}
+	return pid, nil
+}
+
+// supervise forwards signals to main and reaps every child (orphans are
+// re-parented to pid 1) until main exits, and returns main's exit code.
+// What main leaves behind dies with the pid namespace when the shim exits.
+func supervise(main int, signals, children <-chan os.Signal, lost <-chan struct{}) int {
+	var pending []syscall.Signal
+	for {
+		ws, exited, err := reapChildren(main)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "skillrun shim: wait: %v\n", err)
+			return shimSetupFailed
+		}
+		if exited {
+			return shimExitCode(ws)
+		}
+		// Only this loop reaps, and main was not reaped just now, so its
+		// pid cannot have been reused: the signal reaches the skill.
+		for _, s := range pending {
+			_ = syscall.Kill(main, s)
+		}
+		pending = pending[:0]
+		select {
+		case s := <-signals:
+			pending = append(pending, s.(syscall.Signal))
+		case <-children:
+		case <-lost:
+			// The supervisor died: kill every process of the namespace
+			// (pid 1 itself is spared by kill(-1)) and end with it.
+			fmt.Fprintln(os.Stderr, "skillrun shim: the supervisor is gone; killing the skill")
+			_ = syscall.Kill(-1, syscall.SIGKILL)
+			lost = nil
+		}
+	}
+}
+
+// reapChildren reaps every child that has exited, without blocking, and
+// reports main's status if main was among them.
+func reapChildren(main int) (syscall.WaitStatus, bool, error) {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return 0, false, fmt.Errorf("wait4: %w", err)
+		case pid == main:
+			return ws, true, nil
+		case pid <= 0:
+			return 0, false, nil
+		}
+	}
+}
+
+// shimExitCode reads a wait status the way a shell does.
+func shimExitCode(ws syscall.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return shimSetupFailed
+}
+
+// ExecStageMain is the "__exec" subcommand, run by the shim as the
+// invocation's uid: args is [the JSON execSpec]. It leaves only fds 0-2 to
+// the skill, applies the rlimits (RLIMIT_AS last) and execs the entrypoint
+// without a PATH lookup. It returns only on failure: 127 when the
+// entrypoint (or its #! interpreter) does not exist, 126 when it cannot be
+// executed, 125 when the stage itself could not set up.
+func ExecStageMain(args []string) int {
+	if len(args) != 1 {
+		return execStageFail("args", fmt.Errorf("usage: %s __exec JSON", ShimPath))
+	}
+	var spec execSpec
+	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		return execStageFail("config", err)
+	}
+	// The skill never runs as root; reaching here as root means the shim
+	// did not switch ids.
+	if os.Getuid() == 0 || os.Geteuid() == 0 || os.Getgid() == 0 || os.Getegid() == 0 {
+		return execStageFail("credentials", errors.New("running as uid or gid 0"))
+	}
+	// Marked close-on-exec rather than closed: the Go runtime may own some
+	// of them (its poller) until execve.
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return execStageFail("close_range", err)
+	}
+	if spec.Dir != "" {
+		if err := os.Chdir(spec.Dir); err != nil {
+			return execStageFail("chdir", err)
+		}
+	}
+	var as *Rlimit
+	for _, r := range spec.Rlimits {
+		if r.Resource == unix.RLIMIT_AS {
+			as = &r
+			continue
+		}
+		if err := unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Soft, Max: r.Hard}); err != nil {
+			return execStageFail("setrlimit "+r.Name, err)
+		}
+	}
+	return execSkill(spec.Entrypoint, append([]string{spec.Entrypoint}, spec.Args...), spec.Env, as)
+}
+
+func execStageFail(step string, err error) int {
+	fmt.Fprintf(os.Stderr, "skillrun: exec stage: %s: %v\n", step, err)
+	return shimSetupFailed
+}
+
+// execSkill sets RLIMIT_AS, if any, and calls execve with nothing allocated
+// in between: once the limit is below what the Go runtime has mapped, every
+// mmap fails, so the message for a failed execve goes through a buffer made
+// beforehand.
+func execSkill(path string, argv, env []string, as *Rlimit) int {
+	pathp, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return execFailed(path, err)
+	}
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return execFailed(path, err)
+	}
+	envp, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return execFailed(path, err)
+	}
+	msg := make([]byte, 0, len(path)+128)
+	goruntime.LockOSThread()
+	if as != nil {
+		lim := unix.Rlimit{Cur: as.Soft, Max: as.Hard}
+		if _, _, e := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_AS, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); e != 0 {
+			return execStageFail("setrlimit "+as.Name, e) // not lowered: allocating is fine
+		}
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	msg = append(msg, "skillrun: exec "...)
+	msg = append(msg, path...)
+	msg = append(msg, ": "...)
+	msg = append(msg, e.Error()...)
+	msg = append(msg, '\n')
+	_, _, _ = unix.RawSyscall(unix.SYS_WRITE, 2, uintptr(unsafe.Pointer(&msg[0])), uintptr(len(msg)))
+	return execExitCode(e)
+}
+
+func execFailed(path string, err error) int {
+	fmt.Fprintf(os.Stderr, "skillrun: exec %s: %v\n", path, err)
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	return execExitCode(errno)
+}
+
+// execExitCode maps an execve errno to the shell's codes: 127 not found
+// (a missing #! interpreter too), 126 anything else that cannot run.
+func execExitCode(e syscall.Errno) int {
+	if e == syscall.ENOENT {
+		return 127
+	}
+	return 126
+}

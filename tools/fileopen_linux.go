@@ -1,0 +1,165 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// noOpenat2 is set once openat2 has answered ENOSYS (kernels before 5.6,
+// or a seccomp profile that hides it), so later opens go straight to the
+// walk. Tests set it to exercise the walk on a kernel that has openat2.
+var noOpenat2 atomic.Bool
+
+// OpenNoFollow opens the regular file at path, which must be absolute and
+// clean (the real path the enforcer checked), following no symlink
+// anywhere on the way: a symlink met at any component fails with an error
+// wrapping ErrSymlink. Anything but a regular file fails with ErrNotRegular.
+//
+// flags are os.OpenFile flags; O_CLOEXEC, O_NOFOLLOW, O_NOCTTY and
+// O_NONBLOCK are added. O_NONBLOCK is there so that a FIFO swapped in for the
+// file cannot block the broker in open(2); it is cleared again once the file
+// is known to be regular. A file created by O_CREAT gets mode 0644 less the
+// umask; callers that want otherwise change it on the returned file.
+//
+// On Linux 5.6+ this is one openat2 with RESOLVE_NO_SYMLINKS (which also
+// refuses /proc magic links); on older kernels it walks the path from "/"
+// one component at a time, each opened with O_NOFOLLOW relative to the
+// descriptor of the one before, so no component can be swapped behind it.
+func OpenNoFollow(path string, flags int) (*os.File, error) {
+	if err := checkOpenPath(path); err != nil {
+		return nil, err
+	}
+	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK
+	var mode uint32
+	if flags&unix.O_CREAT != 0 {
+		mode = 0o644
+	}
+	fd, err := openat2(path, flags, mode)
+	if err != nil {
+		return nil, err
+	}
+	return regularFile(fd, path)
+}
+
+func openat2(path string, flags int, mode uint32) (int, error) {
+	if !noOpenat2.Load() {
+		how := &unix.OpenHow{
+			Flags:   uint64(flags),
+			Mode:    uint64(mode),
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		}
+		fd, err := ignoringEINTR(func() (int, error) { return unix.Openat2(unix.AT_FDCWD, path, how) })
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.ENOSYS):
+			noOpenat2.Store(true)
+		case errors.Is(err, unix.ELOOP):
+			// With RESOLVE_NO_SYMLINKS, ELOOP means a link on the way.
+			return -1, symlinkError(path, err)
+		default:
+			return -1, openError("openat2", path, err)
+		}
+	}
+	return openWalk(path, flags, mode)
+}
+
+// openWalk is openat2 by hand: every directory is opened relative to the
+// descriptor of its parent with O_NOFOLLOW, so each step is pinned to the
+// directory the step before really found.
+func openWalk(path string, flags int, mode uint32) (int, error) {
+	dir, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, openError("open", "/", err)
+	}
+	names := strings.Split(path[1:], "/")
+	last := len(names) - 1
+	for _, name := range names[:last] {
+		next, err := openDirStep(dir, name, path)
+		unix.Close(dir)
+		if err != nil {
+			return -1, err
+		}
+		dir = next
+	}
+	defer unix.Close(dir)
+	fd, err := ignoringEINTR(func() (int, error) { return unix.Openat(dir, names[last], flags, mode) })
+	if errors.Is(err, unix.ELOOP) {
+		return -1, symlinkError(path, err) // O_NOFOLLOW met a link
+	}
+	if err != nil {
+		return -1, openError("openat", path, err)
+	}
+	return fd, nil
+}
+
+// openDirStep opens one directory of the walk. O_PATH|O_NOFOLLOW opens a
+// symlink itself rather than failing, so the fstat that follows tells
+// what was really there when it was opened, not what is there a moment
+// later.
+func openDirStep(dir int, name, path string) (int, error) {
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, openError("openat", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, openError("fstat", path, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fd, nil
+	case unix.S_IFLNK:
+		unix.Close(fd)
+		return -1, symlinkError(path, unix.ELOOP)
+	}
+	unix.Close(fd)
+	return -1, openError("openat", path, unix.ENOTDIR)
+}
+
+// ignoringEINTR retries open when a signal (Go's own preemption signal
+// among them) interrupts it, as os.OpenFile does.
+func ignoringEINTR(open func() (int, error)) (int, error) {
+	for {
+		fd, err := open()
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
+		}
+	}
+}
+
+func symlinkError(path string, errno error) error {
+	return fmt.Errorf("open %s: %w: %w", path, ErrSymlink, errno)
+}
+
+// openError keeps the errno reachable, so errors.Is(err, fs.ErrNotExist)
+// and fs.ErrPermission work.
+func openError(op, path string, errno error) error {
+	return &fs.PathError{Op: op, Path: path, Err: errno}
+}
+
+// regularFile checks that fd is a regular file and hands it to an
+// *os.File in blocking mode; otherwise it closes fd.
+func regularFile(fd int, path string) (*os.File, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, openError("fstat", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, openError("fcntl", path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
