@@ -14,7 +14,16 @@ import (
 // block on a slow store: the tool call goes on whether or not the row is
 // written, so it returns no error; losses are the Auditor's to count.
 //
-// Payloads never hold raw arguments, only their hash (ArgsHash).
+// Payloads never hold raw arguments, only their hash (ArgsHash). Every row
+// of a call has invocation_id, skill_id, tenant_id, tool_name, trace_id and
+// call_id (the same on all rows of one call); then, by kind:
+//
+//	skill.tool_call_started    args_hash
+//	skill.tool_call_completed  args_hash, outcome, duration_ms,
+//	                           args_size_bytes, result_size_bytes
+//	skill.tool_denied          reason, attempted_args_hash
+//
+// trace_id is also what a store keeps as the row's trace column.
 type Auditor interface {
 	Record(ctx context.Context, kind string, payload map[string]any)
 }
@@ -32,7 +41,9 @@ const (
 	KindToolDenied        = "skill.tool_denied"
 )
 
-// Outcomes of skill.tool_call_completed.
+// Outcomes of skill.tool_call_completed. OutcomeDenied is a denial at use
+// time (a tool refusing a path swapped after its check): the call was
+// dispatched, so it has a completed row, and a tool_denied row too.
 const (
 	OutcomeSuccess = "success"
 	OutcomeError   = "error"

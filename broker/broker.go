@@ -33,6 +33,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Audit gets the audit rows; nil records nothing.
 	Audit Auditor
+	// TraceID is the invocation's own trace (32 lowercase hex digits),
+	// which tool calls without a valid traceparent continue; "" means a new
+	// random one (see Broker.TraceID).
+	TraceID string
 }
 
 // Preparer is implemented by every tool whose arguments carry the scope of
@@ -52,6 +56,7 @@ type Broker struct {
 	log     *slog.Logger
 	audit   Auditor
 	skillID string
+	traceID string
 	started time.Time
 	list    ToolList
 
@@ -108,11 +113,18 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.TenantID == "" {
 		cfg.TenantID = "default"
 	}
+	switch {
+	case cfg.TraceID == "":
+		cfg.TraceID = NewTraceID()
+	case !ValidTraceID(cfg.TraceID):
+		return nil, fmt.Errorf("broker: %w: TraceID %q is not 32 lowercase hex digits, not all zero", ErrConfig, cfg.TraceID)
+	}
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger,
 		audit:     cfg.Audit,
 		skillID:   cfg.Snapshot.ID(),
+		traceID:   cfg.TraceID,
 		started:   time.Now(),
 		connected: make(chan struct{}),
 	}
@@ -155,6 +167,10 @@ func (b *Broker) Serve(ctx context.Context, l *Listener) error {
 	}
 	return err
 }
+
+// TraceID is the invocation's own trace id: Config.TraceID or the one New
+// made up.
+func (b *Broker) TraceID() string { return b.traceID }
 
 // Connected is closed when the first client connects. The supervisor uses
 // it to tell a skill that never connected (skill.no_connect).

@@ -366,6 +366,10 @@ func TestNew(t *testing.T) {
 		{"another skill's enforcer", func(c *broker.Config) { c.Enforcer = other }, broker.ErrConfig},
 		{"bad invocation id", func(c *broker.Config) { c.InvocationID = "../x" }, broker.ErrInvalidInvocationID},
 		{"scoped tool without Prepare", func(c *broker.Config) { c.Registry = registry(t, tools.Read{}, unchecked{}) }, broker.ErrUncheckedTool},
+		{"own trace id", func(c *broker.Config) { c.TraceID = "0af7651916cd43dd8448eb211c80319c" }, nil},
+		{"uppercase trace id", func(c *broker.Config) { c.TraceID = "0AF7651916CD43DD8448EB211C80319C" }, broker.ErrConfig},
+		{"zero trace id", func(c *broker.Config) { c.TraceID = strings.Repeat("0", 32) }, broker.ErrConfig},
+		{"short trace id", func(c *broker.Config) { c.TraceID = "0af7651916cd43dd" }, broker.ErrConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -406,7 +410,7 @@ func TestAudit(t *testing.T) {
 	}
 	for i, w := range want {
 		r := rows[i]
-		if r.kind != w.kind || r.payload["tool"] != w.tool || r.payload[w.field] != w.value ||
+		if r.kind != w.kind || r.payload["tool_name"] != w.tool || r.payload[w.field] != w.value ||
 			r.payload["invocation_id"] != "inv-1" || r.payload["skill_id"] != "t" || r.payload["tenant_id"] != "default" {
 			t.Errorf("row %d = %s %v, want %s tool=%s %s=%s", i, r.kind, r.payload, w.kind, w.tool, w.field, w.value)
 		}

@@ -17,8 +17,13 @@ import (
 type call struct {
 	tool     string
 	args     json.RawMessage // as the skill sent them
-	trace    string
 	argsHash string
+	// trace is the traceparent the tool gets: the trace the skill sent (or
+	// the invocation's) with a new span id, which is also the call's
+	// call_id in its audit rows.
+	trace TraceParent
+	// propagate is the traceparent the tool sends on (see traceFor).
+	propagate string
 }
 
 // toolCall runs one tool.call in the order of DESIGN §6: tool allow/deny,
@@ -34,7 +39,8 @@ func (b *Broker) toolCall(ctx context.Context, params json.RawMessage) (any, err
 		b.failed.Add(1)
 		return nil, &jsonrpc.ParamsError{Field: "tool", Detail: "required"}
 	}
-	c := &call{tool: p.Tool, args: p.Args, trace: p.Traceparent, argsHash: ArgsHash(p.Args)}
+	c := &call{tool: p.Tool, args: p.Args, argsHash: ArgsHash(p.Args)}
+	c.trace, c.propagate = b.traceFor(p.Tool, p.Traceparent)
 	t, args, err := b.check(c)
 	if err != nil {
 		return nil, b.refuse(ctx, c, err)
@@ -113,24 +119,62 @@ func (b *Broker) deny(ctx context.Context, c *call, d *enforce.Denial) {
 	})
 }
 
-// dispatch invokes the tool with the checked arguments.
+// dispatch invokes the tool with the checked arguments. The started row is
+// recorded before the tool runs, so a call that never returns still left
+// its trace (DESIGN §7).
 func (b *Broker) dispatch(ctx context.Context, c *call, t tools.Tool, args json.RawMessage) (any, error) {
-	b.record(ctx, KindToolCallStarted, c, map[string]any{
-		"args_hash":       c.argsHash,
-		"args_size_bytes": len(c.args),
-	})
+	b.record(ctx, KindToolCallStarted, c, map[string]any{"args_hash": c.argsHash})
 	start := time.Now()
-	res, err := invoke(ctx, t, tools.Call{Args: args, TraceParent: c.trace})
+	res, err := invoke(ctx, t, tools.Call{Args: args, TraceParent: c.propagate, TraceID: c.trace.TraceID})
+	dur := time.Since(start)
+	var out any
+	size := 0
+	if err == nil {
+		out, size, err = marshalResult(res)
+	}
 	outcome, err := b.outcome(ctx, c, err)
 	b.record(ctx, KindToolCallCompleted, c, map[string]any{
-		"outcome":     outcome,
-		"duration_ms": time.Since(start).Milliseconds(),
+		"args_hash":         c.argsHash,
+		"outcome":           outcome,
+		"duration_ms":       dur.Milliseconds(),
+		"args_size_bytes":   len(c.args),
+		"result_size_bytes": size,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return out, nil
 }
+
+// marshalResult marshals a tool's result once, to measure it for the
+// completed row, and returns it in a form the jsonrpc server sends without
+// marshalling it again (it only re-scans the bytes). A result that can
+// truncate itself still can: the server needs that past the response cap.
+// The size is the tool's whole result, before any truncation.
+func marshalResult(res any) (any, int, error) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, 0, fmt.Errorf("marshal result: %w", err)
+	}
+	if t, ok := res.(jsonrpc.Truncatable); ok {
+		return truncatableResult{rawResult{raw}, t}, len(raw), nil
+	}
+	return rawResult{raw}, len(raw), nil
+}
+
+// rawResult is a result marshalled already.
+type rawResult struct{ raw json.RawMessage }
+
+func (r rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// truncatableResult is a marshalled result that truncates as the tool's
+// own result does.
+type truncatableResult struct {
+	rawResult
+	t jsonrpc.Truncatable
+}
+
+func (r truncatableResult) Truncate(max int) any { return r.t.Truncate(max) }
 
 // invoke runs the tool; a panic in it fails this call, not the broker,
 // and is still accounted for like any failure.
@@ -155,16 +199,22 @@ func (b *Broker) outcome(ctx context.Context, c *call, err error) (string, error
 		return OutcomeDenied, d
 	}
 	b.failed.Add(1)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		b.logFailure(c, err)
-		return OutcomeTimeout, fmt.Errorf("%s: timed out: %w", c.tool, jsonrpc.ErrInternal)
-	case errors.Is(err, jsonrpc.ErrInvalidParams):
-		return OutcomeError, err
+	outcome := OutcomeError
+	if errors.Is(err, context.DeadlineExceeded) {
+		outcome = OutcomeTimeout
 	}
+	if errors.Is(err, jsonrpc.ErrInvalidParams) {
+		return outcome, err
+	}
+	// A failure the tool classified (tools.Failure: timeout, not_found…)
+	// reaches the skill as a tool_error with its reason, timeouts included.
 	if te := newToolError(c.tool, b.skillID, err); te != nil {
 		b.log.Debug("broker: tool failed", "tool", c.tool, "reason", te.Reason, "error", err)
-		return OutcomeError, te.wire()
+		return outcome, te.wire()
+	}
+	if outcome == OutcomeTimeout {
+		b.logFailure(c, err)
+		return outcome, fmt.Errorf("%s: timed out: %w", c.tool, jsonrpc.ErrInternal)
 	}
 	b.logFailure(c, err)
 	// The text may name host state: it stays in the log.
@@ -181,11 +231,16 @@ func (b *Broker) logFailure(c *call, err error) {
 }
 
 // record writes one audit row with the fields every row of a call has.
+// call_id is the same on every row of one call, which is how a replay
+// pairs started with completed exactly; it is the call's span id, so a
+// downstream service that logs the traceparent it got can be matched too.
 func (b *Broker) record(ctx context.Context, kind string, c *call, payload map[string]any) {
 	payload["invocation_id"] = b.cfg.InvocationID
 	payload["skill_id"] = b.skillID
 	payload["tenant_id"] = b.cfg.TenantID
-	payload["tool"] = c.tool
+	payload["tool_name"] = c.tool
+	payload["trace_id"] = c.trace.TraceID
+	payload["call_id"] = c.trace.SpanID
 	b.audit.Record(ctx, kind, payload)
 }
 

@@ -20,6 +20,10 @@ var (
 	// ErrUncheckedTool means a registered tool exercises a capability but
 	// does not implement Preparer: it would run with unchecked arguments.
 	ErrUncheckedTool = errors.New("tool exercises a capability without an argument check")
+	// ErrInvalidTraceParent means a traceparent that is not a valid W3C
+	// version 00 one. A tool call carrying it is not refused: the broker
+	// uses the invocation's own trace instead.
+	ErrInvalidTraceParent = errors.New("invalid traceparent")
 )
 
 // CodeToolError is the JSON-RPC code of a ToolError, from the range the
@@ -77,6 +81,9 @@ func (e *ToolError) Is(target error) bool {
 // newToolError classifies a tool's failure, or returns nil when it is not
 // one the skill may be told about.
 func newToolError(tool, skillID string, err error) *ToolError {
+	if f, ok := tools.AsFailure(err); ok {
+		return &ToolError{Reason: f.Reason, Tool: tool, SkillID: skillID}
+	}
 	for _, row := range toolErrorTable {
 		if errors.Is(err, row.err) {
 			return &ToolError{Reason: row.reason, Tool: tool, SkillID: skillID}

@@ -97,8 +97,9 @@ func frontmatter(dir string) string {
 }
 
 // compile builds the snapshot and the enforcer. The enforcer knows every
-// native tool, so Write is allowed although the registry lacks it.
-func compile(t testing.TB, fm string) (*skill.Snapshot, *enforce.Enforcer) {
+// native tool, so Write is allowed although the registry lacks it, and the
+// extra specs of test tools.
+func compile(t testing.TB, fm string, extra ...tools.Spec) (*skill.Snapshot, *enforce.Enforcer) {
 	t.Helper()
 	m, diags := skill.Parse("SKILL.md", []byte(fm))
 	for _, d := range diags {
@@ -107,7 +108,7 @@ func compile(t testing.TB, fm string) (*skill.Snapshot, *enforce.Enforcer) {
 		}
 	}
 	snap := skill.NewSnapshot(m, t.TempDir(), "SKILL.md", "hash", nil)
-	cat, err := tools.Catalog(append(tools.NativeSpecs(), boom{}.Spec()))
+	cat, err := tools.Catalog(append(append(tools.NativeSpecs(), boom{}.Spec()), extra...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,12 @@ const (
 	ShimPath = "/run/skillrun/shim"
 	// ShimConfigPath is the shim's configuration, read before Landlock.
 	ShimConfigPath = "/run/skillrun/shim.json"
+	// SkillPath is where the skill folder appears, read-only, and the
+	// entrypoint's working directory. A fixed path, not the folder's own:
+	// a declared directory holding the folder (x-allowed-files: /tmp/** with
+	// the skill under /tmp) would otherwise show the host's modes of the
+	// folders above it, and cover the skill with its own noexec mount.
+	SkillPath = "/skill"
 )
 
 // Limits are the resource limits of one invocation: cgroup values and the
@@ -35,10 +41,13 @@ type Limits struct {
 	TmpBytes     int64 `json:"tmp_bytes"`     // size of the sandbox's tmpfs /tmp
 }
 
-// DefaultLimits are the operator defaults of DESIGN §4.
+// DefaultLimits are the operator defaults of DESIGN §4. pids.max counts
+// threads too, and the sandbox's own shim and a Bash command's setup are Go
+// processes with a handful of threads each: 64 leaves the skill's own
+// RLIMIT_NPROC of 8 as the limit it meets, with the cgroup as the backstop.
 func DefaultLimits() Limits {
 	return Limits{
-		MemoryBytes: 512 << 20, PidsMax: 16, CPUMillis: 1000, AddressSpace: 512 << 20,
+		MemoryBytes: 512 << 20, PidsMax: 64, CPUMillis: 1000, AddressSpace: 512 << 20,
 		NProc: 8, NoFile: 1024, CoreBytes: 0, TmpBytes: 64 << 20,
 	}
 }
@@ -82,9 +91,9 @@ type LandlockPlan struct {
 // runtime applies it, Verify proves it is no wider than the declaration.
 type Plan struct {
 	SkillID      string        `json:"skill_id"`
-	SkillDir     string        `json:"skill_dir"`
+	SkillDir     string        `json:"skill_dir"` // on the host; mounted at SkillPath
 	ContentHash  string        `json:"content_hash"`
-	Entrypoint   string        `json:"entrypoint"`
+	Entrypoint   string        `json:"entrypoint"` // inside the sandbox, under SkillPath
 	Isolation    Isolation     `json:"isolation"`
 	Declaration  Declaration   `json:"declaration"`
 	BashRules    []string      `json:"bash_rules,omitempty"`
@@ -131,7 +140,7 @@ func MakePlan(snap *skill.Snapshot, decl Declaration, h Host, opts PlanOptions) 
 	pb := &planBuilder{file: snap.File(), m: m, fs: opts.FS}
 	p := Plan{
 		SkillID: snap.ID(), SkillDir: snap.Dir(), ContentHash: snap.Hash(),
-		Entrypoint:   path.Join(snap.Dir(), m.Entrypoint),
+		Entrypoint:   path.Join(SkillPath, m.Entrypoint),
 		Isolation:    h.Isolation,
 		Declaration:  decl,
 		Seccomp:      SeccompProfile,
@@ -154,7 +163,7 @@ func MakePlan(snap *skill.Snapshot, decl Declaration, h Host, opts PlanOptions) 
 	}
 	p.TermAfter = p.Budget * 9 / 10
 	p.Limits = pb.limits(opts.Defaults, opts.Ceilings, p.Budget)
-	p.Mounts = pb.systemMounts(snap.Dir(), p.Limits.TmpBytes)
+	p.Mounts = pb.systemMounts(p.Limits.TmpBytes)
 	p.Landlock = LandlockPlan{
 		Rules:          pb.systemRules(snap.Dir()),
 		DenyTCPBind:    true,
@@ -166,6 +175,7 @@ func MakePlan(snap *skill.Snapshot, decl Declaration, h Host, opts PlanOptions) 
 	if err := pb.fileGrants(&p, decl); err != nil {
 		return Plan{}, pb.diags, err
 	}
+	p.Mounts = append(p.Mounts, skillrunMounts(snap.Dir())...)
 	pb.hostWarnings(h)
 	if err := Verify(p, m, decl, opts.Defaults, opts.Ceilings); err != nil {
 		return Plan{}, pb.diags, err

@@ -78,9 +78,8 @@ func lookupSystem(p string) (systemGrant, bool) {
 	return systemGrant{}, false
 }
 
-// systemMounts lists the system mounts present on this host, the skill
-// folder and the broker socket.
-func (pb *planBuilder) systemMounts(skillDir string, tmpBytes int64) []Mount {
+// systemMounts lists the system mounts present on this host.
+func (pb *planBuilder) systemMounts(tmpBytes int64) []Mount {
 	var out []Mount
 	for _, g := range systemGrants {
 		if g.mount == "" {
@@ -108,12 +107,20 @@ func (pb *planBuilder) systemMounts(skillDir string, tmpBytes int64) []Mount {
 		}
 		out = append(out, m)
 	}
-	out = append(out,
-		Mount{Kind: "bind", Source: skillDir, Target: skillDir, ReadOnly: true, Origin: "skill"},
-		Mount{Kind: "bind", Target: SocketPath, Origin: "broker"},
-		Mount{Kind: "bind", Target: ShimPath, ReadOnly: true, Origin: "shim"},
-		Mount{Kind: "bind", Target: ShimConfigPath, ReadOnly: true, Origin: "shim"})
 	return out
+}
+
+// skillrunMounts are the skill folder, the broker socket and the shim. They
+// come after the declared x-allowed-files in the mount table, so that a
+// declared directory holding the skill folder (x-allowed-files: /tmp/**
+// with the skill under /tmp) cannot cover it with a noexec mount.
+func skillrunMounts(skillDir string) []Mount {
+	return []Mount{
+		{Kind: "bind", Source: skillDir, Target: SkillPath, ReadOnly: true, Origin: "skill"},
+		{Kind: "bind", Target: SocketPath, Origin: "broker"},
+		{Kind: "bind", Target: ShimPath, ReadOnly: true, Origin: "shim"},
+		{Kind: "bind", Target: ShimConfigPath, ReadOnly: true, Origin: "shim"},
+	}
 }
 
 // systemRules are the Landlock rules of the system table present here,
@@ -133,7 +140,7 @@ func (pb *planBuilder) systemRules(skillDir string) []FSRule {
 		out = append(out, FSRule{Path: g.path, Dir: g.isDir, Read: g.read, Write: g.write, Exec: g.exec, Origin: "system"})
 	}
 	return append(out,
-		FSRule{Path: skillDir, Dir: true, Read: true, Exec: true, Origin: "skill"},
+		FSRule{Path: SkillPath, Dir: true, Read: true, Exec: true, Origin: "skill"},
 		// The shim re-executes itself as the unprivileged exec stage.
 		FSRule{Path: ShimPath, Read: true, Exec: true, Origin: "shim"})
 }
@@ -154,7 +161,7 @@ func literalRoot(g string) (string, bool) {
 
 // reserved are sandbox paths a declared root may not cover: mounting a host
 // directory over them would replace the sandbox's own.
-var reserved = []string{"/proc", "/dev", "/run/skillrun"}
+var reserved = []string{"/proc", "/dev", "/run/skillrun", SkillPath}
 
 func covers(dir, p string) bool {
 	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")

@@ -55,7 +55,7 @@ func Verify(p Plan, m skill.Manifest, decl Declaration, def, ceil Limits) error 
 		return defect("file write", "neither Write nor Edit is allowed")
 	}
 	for _, r := range p.Landlock.Rules {
-		if err := verifyRule(r, p.SkillDir, decl); err != nil {
+		if err := verifyRule(r, decl); err != nil {
 			return err
 		}
 	}
@@ -73,7 +73,7 @@ func Verify(p Plan, m skill.Manifest, decl Declaration, def, ceil Limits) error 
 	return verifyLimits(p.Limits, m, def, ceil)
 }
 
-func verifyRule(r FSRule, skillDir string, decl Declaration) error {
+func verifyRule(r FSRule, decl Declaration) error {
 	name := fmt.Sprintf("landlock %s (read=%t write=%t exec=%t dir=%t)", r.Path, r.Read, r.Write, r.Exec, r.Dir)
 	switch r.Origin {
 	case "system":
@@ -83,7 +83,7 @@ func verifyRule(r FSRule, skillDir string, decl Declaration) error {
 		}
 		return nil
 	case "skill":
-		if r.Path != skillDir || r.Write {
+		if r.Path != SkillPath || r.Write {
 			return defect(name, "the skill folder is read+exec only")
 		}
 		return nil
@@ -128,8 +128,8 @@ func verifyMount(mt Mount, skillDir string, decl Declaration) error {
 		}
 		return nil
 	case "skill":
-		if mt.Source != skillDir || mt.Target != skillDir || !mt.ReadOnly {
-			return defect(name, "the skill folder is mounted read-only at its own path")
+		if mt.Source != skillDir || mt.Target != SkillPath || !mt.ReadOnly {
+			return defect(name, "the skill folder is mounted read-only at "+SkillPath)
 		}
 		return nil
 	case "broker":

@@ -379,3 +379,38 @@ call("tool.call", {"tool": "Bash", "args": {"command": "id"}})
 		}
 	}
 }
+
+// Bash runs inside the invocation's own sandbox, and only what the rules
+// allow, part by part.
+func TestBashInsideSandbox(t *testing.T) {
+	e := newEnv(t)
+	dir := e.skill("basher", "allowed-tools: Bash(id -u), Bash(ls /home /root /etc/hostname), Bash(cat /usr/lib/os-release:*)", pyClient+`
+connect()
+def bash(cmd):
+    r = call("tool.call", {"tool": "Bash", "args": {"command": cmd}})
+    if "error" in r:
+        return "denied:" + r["error"]["data"]["reason"]
+    return "ok:%d:%s%s" % (r["result"]["exit_code"], r["result"]["stdout"].strip().replace("\n", " "), r["result"]["stderr"].strip().replace("\n", " "))
+print("uid=" + bash("id -u"))
+print("root=" + bash("ls /home /root /etc/hostname"))
+print("compound=" + bash("id -u && cat /etc/shadow"))
+print("subst=" + bash("cat /usr/lib/os-release $(cat /etc/shadow)"))
+print("other=" + bash("cat /etc/shadow"))
+`)
+	r := e.exec(dir)
+	wantExit(t, r, 0)
+	got := lines(r.stdout)
+	uid, _ := strconv.Atoi(strings.TrimPrefix(got["uid"], "ok:0:"))
+	if uid < 200000 {
+		t.Errorf("Bash ran as %q, want the invocation's uid", got["uid"])
+	}
+	// The host has all three; the sandbox's root has none of them.
+	if strings.Count(got["root"], "No such file or directory") != 3 {
+		t.Errorf("Bash sees host paths: %q", got["root"])
+	}
+	for _, k := range []string{"compound", "subst", "other"} {
+		if got[k] != "denied:command_not_allowed" && !(k == "other" && got[k] == "denied:command_not_allowed") {
+			t.Errorf("%s = %q, want denied:command_not_allowed", k, got[k])
+		}
+	}
+}

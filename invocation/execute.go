@@ -18,7 +18,7 @@ import (
 // execute starts the broker and the sandbox and supervises the skill.
 func (inv *invocation) execute(ctx context.Context, res Result) (Result, error) {
 	o := inv.opts
-	if err := checkEntrypoint(inv.plan.Entrypoint); err != nil {
+	if err := checkEntrypoint(filepath.Join(inv.snap.Dir(), inv.snap.Manifest().Entrypoint)); err != nil {
 		return res, err
 	}
 	lease, err := runtime.LeaseUID(filepath.Join(o.Root, "uids"), o.UIDBase, o.UIDCount)
@@ -39,6 +39,7 @@ func (inv *invocation) execute(ctx context.Context, res Result) (Result, error) 
 		return res, err
 	}
 	res.LandlockABI = sb.LandlockABI()
+	inv.runner.bind(sb)
 	if err := inv.store.SetSandbox(ctx, o.InvocationID, store.Sandbox{Isolation: string(sb.Isolation()),
 		ContainerID: o.InvocationID, CgroupPath: runtime.CgroupPath(o.InvocationID), LandlockABI: sb.LandlockABI()}); err != nil {
 		inv.log.Warn("record sandbox", "err", err)
@@ -50,17 +51,26 @@ func (inv *invocation) execute(ctx context.Context, res Result) (Result, error) 
 // invocation ends. The socket belongs to the invocation's uid, mode 0600.
 func (inv *invocation) startBroker(ctx context.Context, uid int) (*broker.Broker, error) {
 	o := inv.opts
-	reg, err := tools.NewRegistry(tools.NewRead())
+	// The policy is compiled against every native tool first: Glob, Grep
+	// and MemorySearch filter their results through it.
+	cat, err := tools.Catalog(tools.NativeSpecs())
 	if err != nil {
 		return nil, fail(OutcomeSetupFailed, ExitSetup, "tools: %v", err)
 	}
-	enf, _, err := enforce.Compile(inv.snap, reg)
+	enf, _, err := enforce.Compile(inv.snap, cat)
 	if err != nil {
 		return nil, fail(OutcomeInvalid, ExitSetup, "%v", err)
 	}
+	native := []tools.Tool{tools.NewRead(), tools.NewWrite(), tools.NewEdit(), tools.NewGlob(enf), tools.NewGrep(enf),
+		tools.NewBash(&inv.runner), tools.NewHTTPFetch(), tools.NewHTTPPost()}
+	native = append(native, tools.MemoryTools(inv.store, o.Tenant, o.InvocationID, enf)...)
+	reg, err := tools.NewRegistry(native...)
+	if err != nil {
+		return nil, fail(OutcomeSetupFailed, ExitSetup, "tools: %v", err)
+	}
 	b, err := broker.New(broker.Config{Snapshot: inv.snap, Enforcer: enf, Registry: reg,
 		InvocationID: o.InvocationID, TenantID: o.Tenant, Logger: inv.log,
-		Audit: storeAuditor{st: inv.store, invocationID: o.InvocationID, skillID: inv.snap.ID(), log: inv.log}})
+		Audit: inv.auditor, TraceID: inv.traceID})
 	if err != nil {
 		return nil, fail(OutcomeSetupFailed, ExitSetup, "broker: %v", err)
 	}

@@ -97,7 +97,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, fail(OutcomeSetupFailed, ExitSetup, "state store: %v", err)
 	}
 	defer st.Close()
-	inv := &invocation{opts: opts, store: st, log: opts.Logger, started: time.Now()}
+	inv := &invocation{opts: opts, store: st, log: opts.Logger, started: time.Now(),
+		traceID: broker.NewTraceID(), auditFlush: auditFlushTimeout}
 	return inv.run(ctx)
 }
 
@@ -142,7 +143,15 @@ type invocation struct {
 	decl    enforce.Declaration
 	plan    enforce.Plan
 	undo    []func()
-	begun   bool // the invocation row exists
+	begun   bool          // the invocation row exists
+	runner  sandboxRunner // the Bash tool's way into the sandbox
+	// traceID is the invocation's own trace: its rows carry it, and tool
+	// calls without a traceparent of their own continue it.
+	traceID string
+	// auditor queues every row once the invocation has begun (audit.go);
+	// auditFlush bounds how long finish waits for it.
+	auditor    *auditWriter
+	auditFlush time.Duration
 }
 
 // cleanup undoes every step set up so far, newest first. It runs on every
@@ -163,6 +172,9 @@ func (inv *invocation) run(ctx context.Context) (res Result, err error) {
 		if errors.As(err, &ie) {
 			res.Outcome, res.ExitCode = ie.Outcome, ie.ExitCode
 		}
+		// The broker stops here, so no tool-call row can follow
+		// invoked_completed.
+		inv.cleanup()
 		inv.finish(&res, err)
 	}()
 	if err := inv.load(ctx); err != nil {
@@ -279,6 +291,10 @@ func (inv *invocation) begin(ctx context.Context, isolation enforce.Isolation) e
 		return fail(OutcomeSetupFailed, ExitSetup, "state store: %v", err)
 	}
 	inv.begun = true
+	// From here every row goes through the queue, invoked_started first, so
+	// seq keeps the order things happened in whatever the store does.
+	inv.auditor = newAuditWriter(inv.store, inv.log, o.InvocationID, inv.snap.ID(), inv.traceID, 0)
+	inv.auditor.start()
 	inv.audit(ctx, store.KindInvokedStarted, map[string]any{
 		"content_hash": inv.snap.Hash(), "tenant_id": o.Tenant, "isolation": string(isolation),
 		"args_count": len(o.Args), "budget_ms": inv.plan.Budget.Milliseconds(),
@@ -296,18 +312,33 @@ func (inv *invocation) stateDir() string {
 	return filepath.Join(inv.opts.Root, "run", inv.opts.InvocationID)
 }
 
-// audit writes one row; a store failure is logged, never fatal to the run.
+// audit records one row: through the queue once the invocation has begun,
+// directly before (a loader defect). A store failure is logged, never fatal
+// to the run.
 func (inv *invocation) audit(ctx context.Context, kind string, payload map[string]any) {
+	if inv.auditor != nil {
+		inv.auditor.Record(ctx, kind, payload)
+		return
+	}
+	inv.auditNow(ctx, kind, payload)
+}
+
+// auditNow writes one row directly; a row it cannot write is lost, and
+// said so at ERROR.
+func (inv *invocation) auditNow(ctx context.Context, kind string, payload map[string]any) {
 	skillID := ""
 	if inv.snap != nil {
 		skillID = inv.snap.ID()
 	}
-	if err := inv.store.Audit(context.WithoutCancel(ctx), store.Row{Kind: kind, InvocationID: inv.opts.InvocationID, SkillID: skillID, Payload: mustJSON(payload)}); err != nil {
-		inv.log.Warn("audit row lost", "kind", kind, "err", err)
+	row := store.Row{Kind: kind, InvocationID: inv.opts.InvocationID, SkillID: skillID, TraceID: inv.traceID, Payload: mustJSON(payload)}
+	if err := inv.store.Audit(context.WithoutCancel(ctx), row); err != nil {
+		inv.log.Error("audit row lost", "invocation", inv.opts.InvocationID, "kind", kind, "err", err)
 	}
 }
 
-// finish writes skill.invoked_completed and closes the invocation row.
+// finish flushes the audit queue, then writes skill.invoked_completed —
+// last, with the count of rows written and lost — and closes the
+// invocation row.
 func (inv *invocation) finish(res *Result, err error) {
 	if !inv.begun {
 		return
@@ -318,7 +349,13 @@ func (inv *invocation) finish(res *Result, err error) {
 	if err != nil {
 		payload["error"] = err.Error()
 	}
-	inv.audit(ctx, store.KindInvokedCompleted, payload)
+	if inv.auditor != nil {
+		fctx, cancel := context.WithTimeout(ctx, inv.auditFlush)
+		inv.auditor.Close(fctx)
+		cancel()
+		payload["audit_rows_written"], payload["audit_rows_lost"] = inv.auditor.Written(), inv.auditor.Lost()
+	}
+	inv.auditNow(ctx, store.KindInvokedCompleted, payload)
 	if ferr := inv.store.FinishInvocation(ctx, inv.opts.InvocationID, string(res.Outcome), res.ExitCode); ferr != nil {
 		inv.log.Warn("finish invocation", "err", ferr)
 	}

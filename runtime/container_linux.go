@@ -116,8 +116,11 @@ func (s *container) Start() (err error) {
 	return s.readStatus(statusR)
 }
 
-// readStatus reads the shim's one-line report from the status pipe.
-func (s *container) readStatus(r *os.File) error {
+// readStatus reads the entrypoint shim's report and records the ABI.
+func (s *container) readStatus(r *os.File) error { return s.readStatusInto(r, &s.abi) }
+
+// readStatusInto reads the shim's one-line report from the status pipe.
+func (s *container) readStatusInto(r *os.File, abi *int) error {
 	_ = r.SetReadDeadline(time.Now().Add(statusTimeout))
 	line, err := bufio.NewReader(r).ReadBytes('\n')
 	if err != nil {
@@ -130,7 +133,9 @@ func (s *container) readStatus(r *os.File) error {
 	if st.Error != "" {
 		return fmt.Errorf("shim: %s: %s", st.Step, st.Error)
 	}
-	s.abi = st.LandlockABI
+	if abi != nil {
+		*abi = st.LandlockABI
+	}
 	return nil
 }
 
@@ -152,20 +157,7 @@ func (s *container) prepareRootfs(rootfs string) error {
 }
 
 func (s *container) writeShimConfig() (string, error) {
-	p := s.spec.Plan
-	cfg := ShimConfig{
-		Entrypoint:     p.Entrypoint,
-		Args:           s.spec.Args,
-		Env:            s.spec.Env(enforce.SocketPath),
-		Dir:            p.SkillDir,
-		UID:            s.spec.UID,
-		GID:            s.spec.GID,
-		Landlock:       p.Landlock,
-		MinLandlockABI: s.spec.MinLandlockABI,
-		AllowDegraded:  s.spec.AllowDegraded,
-		Rlimits:        Rlimits(p.Limits),
-	}
-	data, err := json.Marshal(cfg)
+	data, err := json.Marshal(s.shimConfig())
 	if err != nil {
 		return "", err
 	}
@@ -174,6 +166,24 @@ func (s *container) writeShimConfig() (string, error) {
 		return "", fmt.Errorf("shim config: %w", err)
 	}
 	return path, nil
+}
+
+// shimConfig is the shim's configuration for the entrypoint; Exec reuses it
+// for commands run into the sandbox, with another argv.
+func (s *container) shimConfig() ShimConfig {
+	p := s.spec.Plan
+	return ShimConfig{
+		Entrypoint:     p.Entrypoint,
+		Args:           s.spec.Args,
+		Env:            s.spec.Env(enforce.SocketPath),
+		Dir:            enforce.SkillPath,
+		UID:            s.spec.UID,
+		GID:            s.spec.GID,
+		Landlock:       p.Landlock,
+		MinLandlockABI: s.spec.MinLandlockABI,
+		AllowDegraded:  s.spec.AllowDegraded,
+		Rlimits:        Rlimits(p.Limits),
+	}
 }
 
 func (s *container) Wait() (Exit, error) {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -43,7 +44,7 @@ func (p *process) Pid() int {
 // entrypoint from the skill copy.
 func (p *process) Start() error {
 	plan := p.spec.Plan
-	rel, err := filepath.Rel(plan.SkillDir, plan.Entrypoint)
+	rel, err := filepath.Rel(enforce.SkillPath, plan.Entrypoint)
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return fmt.Errorf("%w: entrypoint %s outside the skill folder", ErrSetup, plan.Entrypoint)
 	}
@@ -99,3 +100,41 @@ func (p *process) Kill() error {
 }
 
 func (p *process) Destroy() error { return p.Kill() }
+
+// Exec runs a command the way Start runs the entrypoint: a subprocess with
+// the same rlimits and uid, in a process group of its own that ctx's end
+// kills whole. Without a container it runs on the host, like the skill.
+func (p *process) Exec(ctx context.Context, req ExecRequest) (Exit, error) {
+	if len(req.Argv) == 0 {
+		return Exit{}, fmt.Errorf("%w: exec: no command", ErrSetup)
+	}
+	dir := req.Dir
+	if dir == "" || dir == enforce.SkillPath {
+		dir = p.spec.SkillSource
+	}
+	spec, err := json.Marshal(execSpec{Entrypoint: req.Argv[0], Args: req.Argv[1:],
+		Env: p.spec.Env(p.spec.SocketPath), Dir: dir, Rlimits: Rlimits(p.spec.Plan.Limits)})
+	if err != nil {
+		return Exit{}, err
+	}
+	cmd := exec.Command(p.spec.ShimBinary, "__exec", string(spec))
+	cmd.Env = []string{}
+	cmd.Stdout, cmd.Stderr = req.Stdout, req.Stderr
+	cmd.SysProcAttr = processAttr(p.spec)
+	if err := cmd.Start(); err != nil {
+		return Exit{}, fmt.Errorf("exec: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return exitOf(cmd.ProcessState), ctx.Err()
+	}
+	if cmd.ProcessState == nil {
+		return Exit{}, fmt.Errorf("exec: wait failed")
+	}
+	return exitOf(cmd.ProcessState), nil
+}

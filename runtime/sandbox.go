@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -20,7 +21,7 @@ type Spec struct {
 	ContainerDir string   // libcontainer's state root, shared by invocations
 	UID, GID     int      // the invocation's own unprivileged ids
 	ShimBinary   string   // host path of the static skillrun binary
-	SkillSource  string   // host copy of the skill tree that appears at Plan.SkillDir
+	SkillSource  string   // host copy of the skill tree that appears at enforce.SkillPath
 
 	MinLandlockABI int  // fail closed below this Landlock ABI…
 	AllowDegraded  bool // …unless the operator allowed it
@@ -69,6 +70,17 @@ type Sandbox interface {
 	LandlockABI() int
 	// Pid is the host pid of the sandbox's first process.
 	Pid() int
+	// Exec runs a command in the running sandbox, confined exactly as the
+	// entrypoint is, and waits for it; when ctx ends the command and all
+	// it started are killed.
+	Exec(ctx context.Context, req ExecRequest) (Exit, error)
+}
+
+// ExecRequest is a command to run in a live sandbox (the Bash tool's).
+type ExecRequest struct {
+	Argv           []string // argv[0] is an absolute path inside the sandbox
+	Dir            string   // working directory; empty: the skill folder
+	Stdout, Stderr io.Writer
 }
 
 // Errors of the sandbox.

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -143,7 +144,20 @@ func shimFail(status *os.File, step string, err error) int {
 	return shimSetupFailed
 }
 
+// readShimConfig reads the config file, or takes the argument itself as
+// the config when it is inline JSON: what Exec passes for a command run in
+// an already running sandbox, whose root file system is read-only.
 func readShimConfig(path string) (ShimConfig, error) {
+	if strings.HasPrefix(path, "{") {
+		if len(path) > maxShimConfig {
+			return ShimConfig{}, fmt.Errorf("%w: inline config larger than %d bytes", ErrShimConfig, maxShimConfig)
+		}
+		var cfg ShimConfig
+		if err := json.Unmarshal([]byte(path), &cfg); err != nil {
+			return ShimConfig{}, fmt.Errorf("%w: inline: %w", ErrShimConfig, err)
+		}
+		return cfg, cfg.Validate()
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ShimConfig{}, err
@@ -198,6 +212,10 @@ func startExecStage(cfg ShimConfig) (int, error) {
 		Files: []uintptr{0, 1, 2},
 		Sys: &syscall.SysProcAttr{
 			Credential: &syscall.Credential{Uid: uint32(cfg.UID), Gid: uint32(cfg.GID), Groups: []uint32{}},
+			// A command run into a live sandbox (not pid 1) gets a group of
+			// its own, so a timeout kills all it started and nothing else.
+			// The entrypoint keeps the terminal's group: job control.
+			Setpgid: os.Getpid() != 1,
 		},
 	})
 	if err != nil {
@@ -231,10 +249,15 @@ func supervise(main int, signals, children <-chan os.Signal, lost <-chan struct{
 			pending = append(pending, s.(syscall.Signal))
 		case <-children:
 		case <-lost:
-			// The supervisor died: kill every process of the namespace
-			// (pid 1 itself is spared by kill(-1)) and end with it.
-			fmt.Fprintln(os.Stderr, "skillrun shim: the supervisor is gone; killing the skill")
-			_ = syscall.Kill(-1, syscall.SIGKILL)
+			// The supervisor died (or, for a command run into the sandbox,
+			// gave up on it): as pid 1 kill every process of the namespace
+			// (kill(-1) spares the caller); otherwise the command's group.
+			if os.Getpid() == 1 {
+				fmt.Fprintln(os.Stderr, "skillrun shim: the supervisor is gone; killing the skill")
+				_ = syscall.Kill(-1, syscall.SIGKILL)
+			} else {
+				_ = syscall.Kill(-main, syscall.SIGKILL)
+			}
 			lost = nil
 		}
 	}

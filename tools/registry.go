@@ -21,8 +21,12 @@ type Spec struct {
 // Call is one tool invocation as the broker hands it to a tool, after the
 // enforcer has checked it.
 type Call struct {
-	Args        json.RawMessage
+	Args json.RawMessage
+	// TraceParent is the W3C traceparent the tool propagates (HttpFetch and
+	// HttpPost send it as a header); TraceID is its trace id (MemoryEmit
+	// stores it on the row). The broker fills both for every call.
 	TraceParent string
+	TraceID     string
 }
 
 // Tool is implemented by every native and MCP tool.

@@ -67,7 +67,8 @@ audits it and traces it.`,
 		Example: `  skillrun doctor
   skillrun validate ./examples/skills/hello
   skillrun trust ./examples/skills/hello
-  skillrun exec ./examples/skills/hello`,
+  skillrun exec ./examples/skills/hello
+  skillrun broker replay --invocation 7f3c9a1e2b4d5f6a7b8c9d0e`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -81,7 +82,7 @@ audits it and traces it.`,
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("SKILLRUN_LOG", "warn"), "log level: debug, info, warn or error (env SKILLRUN_LOG)")
 	root.PersistentFlags().StringVar(&g.root, "root", store.DefaultRoot(), "state directory (env SKILLRUN_ROOT; /var/lib/skillrun as root)")
-	root.AddCommand(newValidate(g), newDoctor(g), newTrust(g), newExec(g), newGC(g), newVersion(g))
+	root.AddCommand(newValidate(g), newDoctor(g), newTrust(g), newExec(g), newGC(g), newBroker(g), newVersion(g))
 	return root
 }
 
