@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/skillrun/skillrun/enforce"
 	"github.com/skillrun/skillrun/jsonrpc"
 	"github.com/skillrun/skillrun/skill"
@@ -59,6 +61,7 @@ type Broker struct {
 	traceID string
 	started time.Time
 	list    ToolList
+	limiter *rate.Limiter // x-rate-limit; nil: unbounded
 
 	calls, denied, failed, conns atomic.Int64
 	firstConnect                 atomic.Pointer[time.Time]
@@ -127,6 +130,7 @@ func New(cfg Config) (*Broker, error) {
 		traceID:   cfg.TraceID,
 		started:   time.Now(),
 		connected: make(chan struct{}),
+		limiter:   newRateLimiter(cfg.Enforcer.Declaration().RateLimit),
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)

@@ -27,7 +27,7 @@ type call struct {
 }
 
 // toolCall runs one tool.call in the order of DESIGN §6: tool allow/deny,
-// argument checks, (rate limit, not yet), dispatch.
+// argument checks, rate limit, dispatch.
 func (b *Broker) toolCall(ctx context.Context, params json.RawMessage) (any, error) {
 	b.calls.Add(1)
 	var p jsonrpc.ToolCallParams
@@ -64,10 +64,13 @@ func (b *Broker) check(c *call) (tools.Tool, json.RawMessage, error) {
 	p, ok := t.(Preparer)
 	if !ok {
 		// New made sure such a tool exercises no capability.
-		return t, c.args, nil
+		return t, c.args, b.checkRate(c.tool)
 	}
 	args, err := prepare(p, c.args, enf)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.checkRate(c.tool); err != nil {
 		return nil, nil, err
 	}
 	return t, args, nil
