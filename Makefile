@@ -12,7 +12,7 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static"
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help deps build demo test test-integration lint cross fuzz bench seccomp-golden clean
+.PHONY: help deps build demo test test-integration lint cross fuzz fuzz-long bench seccomp-golden clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -54,6 +54,9 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s)
 	  for f in $$($(GO) test -tags "$(TAGS)" -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$f"; $(GO) test -tags "$(TAGS)" -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	  done; done
+
+fuzz-long: ## run every fuzz target for 5 minutes (FUZZTIME=5m)
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$${FUZZTIME_LONG:-5m}
 
 bench: ## run the benchmarks and write BENCHMARKS.md
 	scripts/bench.sh $(BENCHTIME)
