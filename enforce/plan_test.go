@@ -253,6 +253,7 @@ func TestVerifyCatchesWiderGrants(t *testing.T) {
 		{"memory above declaration", func(p *Plan) { p.Limits.MemoryBytes = 128 << 20 }},
 		{"nproc above default", func(p *Plan) { p.Limits.NProc = 64 }},
 		{"core dumps", func(p *Plan) { p.Limits.CoreBytes = 1 << 20 }},
+		{"writable broker socket mount", func(p *Plan) { p.Mounts = append(p.Mounts, Mount{Kind: "bind", Target: SocketPath, Origin: "broker"}) }},
 		{"writable shim", func(p *Plan) {
 			p.Landlock.Rules = append(p.Landlock.Rules, FSRule{Path: ShimPath, Write: true, Origin: "shim"})
 		}},

@@ -117,7 +117,10 @@ func (pb *planBuilder) systemMounts(tmpBytes int64) []Mount {
 func skillrunMounts(skillDir string) []Mount {
 	return []Mount{
 		{Kind: "bind", Source: skillDir, Target: SkillPath, ReadOnly: true, Origin: "skill"},
-		{Kind: "bind", Target: SocketPath, Origin: "broker"},
+		// Read-only: connect() still works, but the skill, which owns the
+		// socket so it can connect to a 0600 file, cannot chmod it open
+		// to other users of the host.
+		{Kind: "bind", Target: SocketPath, ReadOnly: true, Origin: "broker"},
 		{Kind: "bind", Target: ShimPath, ReadOnly: true, Origin: "shim"},
 		{Kind: "bind", Target: ShimConfigPath, ReadOnly: true, Origin: "shim"},
 	}

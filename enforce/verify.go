@@ -133,8 +133,8 @@ func verifyMount(mt Mount, skillDir string, decl Declaration) error {
 		}
 		return nil
 	case "broker":
-		if mt.Target != SocketPath {
-			return defect(name, "the broker socket has one fixed path")
+		if mt.Target != SocketPath || !mt.ReadOnly {
+			return defect(name, "the broker socket is mounted read-only at one fixed path")
 		}
 		return nil
 	case "shim":

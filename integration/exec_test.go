@@ -414,3 +414,26 @@ print("other=" + bash("cat /etc/shadow"))
 		}
 	}
 }
+
+// The skill owns its socket (so it can connect to a 0600 file) but cannot
+// open it up to other users of the host: the mount is read-only.
+func TestSocketCannotBeChmodded(t *testing.T) {
+	e := newEnv(t)
+	dir := e.skill("chmodder", "allowed-tools: Read", pyClient+`
+import errno
+connect()
+try:
+    os.chmod(os.environ["CYBEROS_BROKER_SOCKET"], 0o666)
+    print("chmod=ok")
+except OSError as err:
+    print("chmod=" + errno.errorcode[err.errno])
+r = call("tool.list", {})
+print("still_works=%d" % len(r["result"]["tools"]))
+`)
+	r := e.exec(dir, "--invocation-id", "it-chmod")
+	wantExit(t, r, 0)
+	got := lines(r.stdout)
+	if got["chmod"] == "ok" || got["still_works"] != "1" {
+		t.Fatalf("chmod of the socket: %v", got)
+	}
+}
