@@ -58,7 +58,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s)
 fuzz-long: ## run every fuzz target for 5 minutes (FUZZTIME=5m)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$${FUZZTIME_LONG:-5m}
 
-bench: ## run the benchmarks and write BENCHMARKS.md
+bench: deps ## run the benchmarks and write BENCHMARKS.md (as root: also cold start vs runc/bwrap, tool calls, scale)
 	scripts/bench.sh $(BENCHTIME)
 
 seccomp-golden: ## regenerate the golden files of the compiled seccomp filter

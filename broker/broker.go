@@ -10,11 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/skillrun/skillrun/enforce"
 	"github.com/skillrun/skillrun/jsonrpc"
 	"github.com/skillrun/skillrun/skill"
+	"github.com/skillrun/skillrun/telemetry"
 	"github.com/skillrun/skillrun/tools"
 )
 
@@ -36,9 +39,17 @@ type Config struct {
 	// Audit gets the audit rows; nil records nothing.
 	Audit Auditor
 	// TraceID is the invocation's own trace (32 lowercase hex digits),
-	// which tool calls without a valid traceparent continue; "" means a new
-	// random one (see Broker.TraceID).
+	// which tool calls without a valid traceparent continue; "" means
+	// Parent's, or a new random one (see Broker.TraceID).
 	TraceID string
+	// Parent is the invocation's root span: tool calls without a valid
+	// traceparent of their own are its children, and its trace flags
+	// decide whether calls are sampled. Invalid (the zero value) means a
+	// made-up parent in TraceID, sampled.
+	Parent trace.SpanContext
+	// Telemetry exports the calls' spans and metrics; nil exports nothing
+	// (calls still get span ids: they are their call_ids).
+	Telemetry *telemetry.Telemetry
 }
 
 // Preparer is implemented by every tool whose arguments carry the scope of
@@ -62,6 +73,15 @@ type Broker struct {
 	started time.Time
 	list    ToolList
 	limiter *rate.Limiter // x-rate-limit; nil: unbounded
+
+	// Telemetry (otel.go): the parent of calls without a traceparent, and
+	// what is precomputed per tool.
+	parent    trace.SpanContext
+	tracer    trace.Tracer
+	ins       *instruments
+	skillAttr attribute.KeyValue
+	tools     map[string]*toolMeta
+	other     *toolMeta
 
 	calls, denied, failed, conns atomic.Int64
 	firstConnect                 atomic.Pointer[time.Time]
@@ -116,12 +136,11 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.TenantID == "" {
 		cfg.TenantID = "default"
 	}
-	switch {
-	case cfg.TraceID == "":
-		cfg.TraceID = NewTraceID()
-	case !ValidTraceID(cfg.TraceID):
-		return nil, fmt.Errorf("broker: %w: TraceID %q is not 32 lowercase hex digits, not all zero", ErrConfig, cfg.TraceID)
+	parent, err := rootSpan(cfg)
+	if err != nil {
+		return nil, err
 	}
+	cfg.TraceID = parent.TraceID().String()
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -131,6 +150,10 @@ func New(cfg Config) (*Broker, error) {
 		started:   time.Now(),
 		connected: make(chan struct{}),
 		limiter:   newRateLimiter(cfg.Enforcer.Declaration().RateLimit),
+		parent:    parent,
+	}
+	if err := b.initTelemetry(cfg); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -154,6 +177,27 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	return b, nil
+}
+
+// rootSpan is the parent of calls without a traceparent: Config.Parent,
+// or, without one, a made-up span in Config.TraceID (or a new trace) that
+// stands for the invocation, so its calls share one trace.
+func rootSpan(cfg Config) (trace.SpanContext, error) {
+	if cfg.Parent.IsValid() {
+		if cfg.TraceID != "" && cfg.TraceID != cfg.Parent.TraceID().String() {
+			return trace.SpanContext{}, fmt.Errorf("broker: %w: TraceID %s is not Parent's trace %s", ErrConfig, cfg.TraceID, cfg.Parent.TraceID())
+		}
+		return cfg.Parent, nil
+	}
+	switch {
+	case cfg.TraceID == "":
+		cfg.TraceID = NewTraceID()
+	case !ValidTraceID(cfg.TraceID):
+		return trace.SpanContext{}, fmt.Errorf("broker: %w: TraceID %q is not 32 lowercase hex digits, not all zero", ErrConfig, cfg.TraceID)
+	}
+	tid, _ := trace.TraceIDFromHex(cfg.TraceID)
+	sid, _ := trace.SpanIDFromHex(newSpanID())
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}), nil
 }
 
 // Handler is the broker as a jsonrpc.Handler.

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/skillrun/skillrun/enforce"
 	"github.com/skillrun/skillrun/jsonrpc"
 	"github.com/skillrun/skillrun/tools"
@@ -18,12 +20,18 @@ type call struct {
 	tool     string
 	args     json.RawMessage // as the skill sent them
 	argsHash string
-	// trace is the traceparent the tool gets: the trace the skill sent (or
-	// the invocation's) with a new span id, which is also the call's
-	// call_id in its audit rows.
+	start    time.Time
+	// span is the call's skill.broker.tool_call span; trace is its trace
+	// and span id, which is also the call's call_id in its audit rows.
+	span  trace.Span
 	trace TraceParent
-	// propagate is the traceparent the tool sends on (see traceFor).
+	// propagate is the traceparent the tool sends on (see startCall).
 	propagate string
+	// outcome, err and resultSize are how the call ended, for its span
+	// and metrics; outcome is "" until then.
+	outcome    string
+	err        error
+	resultSize int
 }
 
 // toolCall runs one tool.call in the order of DESIGN §6: tool allow/deny,
@@ -39,8 +47,9 @@ func (b *Broker) toolCall(ctx context.Context, params json.RawMessage) (any, err
 		b.failed.Add(1)
 		return nil, &jsonrpc.ParamsError{Field: "tool", Detail: "required"}
 	}
-	c := &call{tool: p.Tool, args: p.Args, argsHash: ArgsHash(p.Args)}
-	c.trace, c.propagate = b.traceFor(p.Tool, p.Traceparent)
+	c := &call{tool: p.Tool, args: p.Args, argsHash: ArgsHash(p.Args), start: time.Now()}
+	ctx = b.startCall(ctx, c, p.Traceparent)
+	defer b.endCall(ctx, c)
 	t, args, err := b.check(c)
 	if err != nil {
 		return nil, b.refuse(ctx, c, err)
@@ -92,9 +101,11 @@ func prepare(p Preparer, args json.RawMessage, e *enforce.Enforcer) (out json.Ra
 func (b *Broker) refuse(ctx context.Context, c *call, err error) error {
 	if d, ok := enforce.AsDenial(err); ok {
 		b.deny(ctx, c, d)
+		c.outcome, c.err = OutcomeDenied, d
 		return d
 	}
 	b.failed.Add(1)
+	c.outcome, c.err = OutcomeError, err
 	if errors.Is(err, jsonrpc.ErrInvalidParams) {
 		b.log.Debug("broker: invalid tool arguments", "tool", c.tool, "args_hash", c.argsHash, "error", err)
 		return err
@@ -127,15 +138,18 @@ func (b *Broker) deny(ctx context.Context, c *call, d *enforce.Denial) {
 // its trace (DESIGN §7).
 func (b *Broker) dispatch(ctx context.Context, c *call, t tools.Tool, args json.RawMessage) (any, error) {
 	b.record(ctx, KindToolCallStarted, c, map[string]any{"args_hash": c.argsHash})
+	m := b.meta(c.tool)
 	start := time.Now()
-	res, err := invoke(ctx, t, tools.Call{Args: args, TraceParent: c.propagate, TraceID: c.trace.TraceID})
+	res, err := b.runTool(ctx, m, t, tools.Call{Args: args, TraceParent: c.propagate, TraceID: c.trace.TraceID})
 	dur := time.Since(start)
 	var out any
 	size := 0
 	if err == nil {
-		out, size, err = marshalResult(res)
+		out, size, err = marshalResult(res, m)
 	}
+	c.err, c.resultSize = err, size
 	outcome, err := b.outcome(ctx, c, err)
+	c.outcome = outcome
 	b.record(ctx, KindToolCallCompleted, c, map[string]any{
 		"args_hash":         c.argsHash,
 		"outcome":           outcome,
@@ -154,30 +168,42 @@ func (b *Broker) dispatch(ctx context.Context, c *call, t tools.Tool, args json.
 // marshalling it again (it only re-scans the bytes). A result that can
 // truncate itself still can: the server needs that past the response cap.
 // The size is the tool's whole result, before any truncation.
-func marshalResult(res any) (any, int, error) {
+func marshalResult(res any, m *toolMeta) (any, int, error) {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return nil, 0, fmt.Errorf("marshal result: %w", err)
 	}
-	if t, ok := res.(jsonrpc.Truncatable); ok {
-		return truncatableResult{rawResult{raw}, t}, len(raw), nil
+	t, _ := res.(jsonrpc.Truncatable)
+	return &rawResult{raw: raw, t: t, meta: m}, len(raw), nil
+}
+
+// rawResult is a result marshalled already. It is always Truncatable, so
+// that the server tells the broker of every result it cuts to the cap:
+// one that cannot shrink (t is nil) gives the server a value that fails
+// to marshal, and the server sends its too-large placeholder as it would
+// have anyway.
+type rawResult struct {
+	raw  json.RawMessage
+	t    jsonrpc.Truncatable
+	meta *toolMeta
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+func (r *rawResult) Truncate(max int) any {
+	r.meta.truncated()
+	if r.t == nil {
+		return unfit{}
 	}
-	return rawResult{raw}, len(raw), nil
+	return r.t.Truncate(max)
 }
 
-// rawResult is a result marshalled already.
-type rawResult struct{ raw json.RawMessage }
+// unfit is what a result that cannot shrink offers in its place.
+type unfit struct{}
 
-func (r rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+var errUnfit = errors.New("result cannot be truncated")
 
-// truncatableResult is a marshalled result that truncates as the tool's
-// own result does.
-type truncatableResult struct {
-	rawResult
-	t jsonrpc.Truncatable
-}
-
-func (r truncatableResult) Truncate(max int) any { return r.t.Truncate(max) }
+func (unfit) MarshalJSON() ([]byte, error) { return nil, errUnfit }
 
 // invoke runs the tool; a panic in it fails this call, not the broker,
 // and is still accounted for like any failure.

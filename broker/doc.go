@@ -24,4 +24,12 @@
 // -32603 with the reason; a tool that ran and failed (file not found) is a
 // ToolError. Every step is recorded through the Auditor, which never sees
 // raw arguments, only the SHA-256 of their canonical JSON.
+//
+// # Telemetry
+//
+// Every call is a skill.broker.tool_call span, and a dispatched call's
+// tool runs in a skill.tool.<tool>.exec span under it (otel.go lists the
+// attributes and metrics). The call's audit call_id is that span's id and
+// its trace_id the span's trace, whether or not tracing is on: without it
+// the spans are not recorded but still get ids (telemetry.Tracer).
 package broker

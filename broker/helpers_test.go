@@ -14,6 +14,7 @@ import (
 	"github.com/skillrun/skillrun/enforce"
 	"github.com/skillrun/skillrun/jsonrpc"
 	"github.com/skillrun/skillrun/skill"
+	"github.com/skillrun/skillrun/telemetry"
 	"github.com/skillrun/skillrun/tools"
 )
 
@@ -140,6 +141,12 @@ func realTempDir(t testing.TB) string {
 // start serves the standard skill on a socket in a temp dir and dials it.
 func start(t testing.TB) *fixture {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith is start with telemetry.
+func startWith(t testing.TB, tel *telemetry.Telemetry) *fixture {
+	t.Helper()
 	f := &fixture{dir: realTempDir(t), audit: &recorder{}}
 	snap, e := compile(t, frontmatter(f.dir))
 	b, err := broker.New(broker.Config{
@@ -148,6 +155,7 @@ func start(t testing.TB) *fixture {
 		Registry:     registry(t, tools.Read{}, boom{}),
 		InvocationID: "inv-1",
 		Audit:        f.audit,
+		Telemetry:    tel,
 	})
 	if err != nil {
 		t.Fatal(err)

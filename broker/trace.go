@@ -20,10 +20,6 @@ type TraceParent struct {
 	Flags   string // 2 lowercase hex digits (trace-flags)
 }
 
-// flagsSampled is what a trace the broker starts carries: every call of it
-// is recorded (audit rows), so downstream services may as well record too.
-const flagsSampled = "01"
-
 // traceparentLen is the length of a version 00 traceparent:
 // "00-" + 32 + "-" + 16 + "-" + 2.
 const traceparentLen = 55
@@ -57,12 +53,6 @@ func ParseTraceParent(s string) (TraceParent, error) {
 // String is the traceparent header value.
 func (tp TraceParent) String() string {
 	return "00-" + tp.TraceID + "-" + tp.SpanID + "-" + tp.Flags
-}
-
-// child is the traceparent a tool call continues the trace with: same
-// trace and flags, a new span of its own.
-func (tp TraceParent) child() TraceParent {
-	return TraceParent{TraceID: tp.TraceID, SpanID: newSpanID(), Flags: tp.Flags}
 }
 
 // NewTraceID returns a random trace id: 16 bytes, hex, never all zero.
@@ -106,23 +96,4 @@ func allZero(s string) bool {
 		}
 	}
 	return true
-}
-
-// traceFor returns the call's trace (the skill's trace, or the
-// invocation's own, with a new span id that is the call's call_id) and the
-// traceparent its tool propagates: the skill's own, verbatim, when it sent
-// a valid one — so the service it reaches sees exactly the traceparent the
-// skill put on the call (seed criterion 18) — else the call's. An invalid
-// one does not fail the call (a tracing bug in a skill is no reason to
-// refuse its work); it is logged and ignored.
-func (b *Broker) traceFor(tool, sent string) (TraceParent, string) {
-	if sent != "" {
-		tp, err := ParseTraceParent(sent)
-		if err == nil {
-			return tp.child(), sent
-		}
-		b.log.Debug("broker: ignoring traceparent", "tool", tool, "error", err)
-	}
-	tp := TraceParent{TraceID: b.traceID, SpanID: newSpanID(), Flags: flagsSampled}
-	return tp, tp.String()
 }

@@ -21,7 +21,7 @@ func (inv *invocation) execute(ctx context.Context, res Result) (Result, error) 
 	if err := checkEntrypoint(filepath.Join(inv.snap.Dir(), inv.snap.Manifest().Entrypoint)); err != nil {
 		return res, err
 	}
-	lease, err := runtime.LeaseUID(filepath.Join(o.Root, "uids"), o.UIDBase, o.UIDCount)
+	lease, err := runtime.LeaseUID(runtime.UIDLeaseDir(o.Root), o.UIDBase, o.UIDCount)
 	if err != nil {
 		return res, fail(OutcomeSetupFailed, ExitSetup, "%v", err)
 	}
@@ -70,7 +70,7 @@ func (inv *invocation) startBroker(ctx context.Context, uid int) (*broker.Broker
 	}
 	b, err := broker.New(broker.Config{Snapshot: inv.snap, Enforcer: enf, Registry: reg,
 		InvocationID: o.InvocationID, TenantID: o.Tenant, Logger: inv.log,
-		Audit: inv.auditor, TraceID: inv.traceID})
+		Audit: inv.auditor, TraceID: inv.traceID, Parent: inv.root, Telemetry: o.Telemetry})
 	if err != nil {
 		return nil, fail(OutcomeSetupFailed, ExitSetup, "broker: %v", err)
 	}
@@ -242,8 +242,10 @@ wait:
 		inv.audit(ctx, store.KindTimeout, map[string]any{"budget_ms": inv.plan.Budget.Milliseconds(),
 			"term_after_ms": inv.plan.TermAfter.Milliseconds(), "killed": killed, "skill_exit_code": w.exit.Code})
 		res.Outcome, res.ExitCode = OutcomeTimeout, ExitTimeout
-	case w.exit.Signal != nil:
-		res.Outcome = OutcomeKilled
+	case w.exit.Signal != nil || w.exit.OOMKilled:
+		// Killed by a signal skillrun did not send: the OOM killer, or
+		// the skill's own kill; exited 128+N by itself is "completed".
+		res.Outcome, res.OOMKilled = OutcomeKilled, w.exit.OOMKilled
 	}
 	return res, nil
 }

@@ -13,11 +13,16 @@ import (
 	"regexp"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/skillrun/skillrun/broker"
 	"github.com/skillrun/skillrun/enforce"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/skill"
 	"github.com/skillrun/skillrun/store"
+	"github.com/skillrun/skillrun/telemetry"
 	"github.com/skillrun/skillrun/tools"
 )
 
@@ -55,6 +60,14 @@ type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Logger         *slog.Logger
+	// Telemetry exports the invocation's spans and metrics; nil exports
+	// nothing.
+	Telemetry *telemetry.Telemetry
+	// TraceParent is the operator's W3C traceparent (exec --traceparent,
+	// TRACEPARENT): the invocation's root span continues its trace, and so
+	// do the audit rows and the calls without a traceparent of their own.
+	// "" starts a new trace.
+	TraceParent string
 	// Started, if set, is called once the invocation id is known and
 	// before anything runs, so the CLI can print it first.
 	Started func(id string)
@@ -69,6 +82,7 @@ type Result struct {
 	Isolation    enforce.Isolation
 	LandlockABI  int
 	Duration     time.Duration
+	OOMKilled    bool // the memory cgroup's OOM killer killed a process of the sandbox
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -84,8 +98,13 @@ func NewID() string {
 // (Result.ExitCode is its own code) or was stopped by the supervisor (a
 // timeout, a kill); an *Error means it did not run, with the outcome and
 // exit code that say why.
-func Run(ctx context.Context, opts Options) (Result, error) {
+func Run(ctx context.Context, opts Options) (res Result, err error) {
 	opts = withDefaults(opts)
+	ctx, span, tpErr := startSpan(ctx, opts)
+	defer func() { endSpan(span, res, err) }()
+	if tpErr != nil {
+		return Result{}, fail(OutcomeInvalid, ExitSetup, "traceparent %q: %v", opts.TraceParent, tpErr)
+	}
 	if !idRE.MatchString(opts.InvocationID) {
 		return Result{}, fail(OutcomeInvalid, ExitSetup, "--invocation-id %q: use 1-64 letters, digits, '-' or '_'", opts.InvocationID)
 	}
@@ -98,8 +117,55 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	defer st.Close()
 	inv := &invocation{opts: opts, store: st, log: opts.Logger, started: time.Now(),
-		traceID: broker.NewTraceID(), auditFlush: auditFlushTimeout}
+		traceID: span.SpanContext().TraceID().String(), root: span.SpanContext(), auditFlush: auditFlushTimeout}
 	return inv.run(ctx)
+}
+
+// SpanInvocation is the root span of an invocation, from Run's start to
+// its end: attributes invocation_id, tenant_id, then skill_id, isolation,
+// outcome and exit_code. Its status is Error when the skill did not run
+// (Run's error), unset when it ran, whatever its exit code.
+const SpanInvocation = "skill.invocation"
+
+// startSpan starts the invocation's root span, continuing the operator's
+// traceparent when there is one. Its trace is the invocation's trace id,
+// traced or not (an untraced span still has ids). An unusable traceparent
+// is returned as an error after the span has started, so that failure is
+// traced too.
+func startSpan(ctx context.Context, o Options) (context.Context, trace.Span, error) {
+	var tpErr error
+	if o.TraceParent != "" {
+		tp, err := broker.ParseTraceParent(o.TraceParent)
+		if err == nil {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, tp.SpanContext())
+		}
+		tpErr = err
+	}
+	ctx, span := o.Telemetry.Tracer().Start(ctx, SpanInvocation, trace.WithAttributes(
+		attribute.String("invocation_id", o.InvocationID), attribute.String("tenant_id", o.Tenant)))
+	return ctx, span, tpErr
+}
+
+// endSpan records how the invocation ended on its root span and ends it.
+func endSpan(span trace.Span, res Result, err error) {
+	if span.IsRecording() {
+		outcome, code := res.Outcome, res.ExitCode
+		var ie *Error
+		if errors.As(err, &ie) {
+			outcome, code = ie.Outcome, ie.ExitCode
+		}
+		span.SetAttributes(attribute.String("outcome", string(outcome)), attribute.Int("exit_code", code))
+		if res.SkillID != "" {
+			span.SetAttributes(attribute.String("skill_id", res.SkillID))
+		}
+		if res.Isolation != "" {
+			span.SetAttributes(attribute.String("isolation", string(res.Isolation)), attribute.Int("landlock_abi", res.LandlockABI))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, string(outcome))
+		}
+	}
+	span.End()
 }
 
 func withDefaults(o Options) Options {
@@ -145,9 +211,11 @@ type invocation struct {
 	undo    []func()
 	begun   bool          // the invocation row exists
 	runner  sandboxRunner // the Bash tool's way into the sandbox
-	// traceID is the invocation's own trace: its rows carry it, and tool
-	// calls without a traceparent of their own continue it.
+	// traceID is the invocation's own trace, root's: its rows carry it,
+	// and tool calls without a traceparent of their own continue it, as
+	// children of root.
 	traceID string
+	root    trace.SpanContext
 	// auditor queues every row once the invocation has begun (audit.go);
 	// auditFlush bounds how long finish waits for it.
 	auditor    *auditWriter
@@ -346,6 +414,9 @@ func (inv *invocation) finish(res *Result, err error) {
 	ctx := context.Background()
 	payload := map[string]any{"outcome": string(res.Outcome), "exit_code": res.ExitCode,
 		"isolation": string(res.Isolation), "landlock_abi": res.LandlockABI, "duration_ms": res.Duration.Milliseconds()}
+	if res.OOMKilled {
+		payload["oom_killed"] = true
+	}
 	if err != nil {
 		payload["error"] = err.Error()
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -62,4 +63,25 @@ func cgroupPids(dir string) ([]int, error) {
 		}
 	}
 	return pids, sc.Err()
+}
+
+// oomKilled reports whether the OOM killer killed a process of the cgroup
+// at path: the oom_kill counter of v1's memory.oom_control or v2's
+// memory.events.
+func oomKilled(path string) bool {
+	for _, f := range []string{
+		filepath.Join("/sys/fs/cgroup/memory", path, "memory.oom_control"),
+		filepath.Join("/sys/fs/cgroup", path, "memory.events"),
+	} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if n, ok := strings.CutPrefix(line, "oom_kill "); ok && strings.TrimSpace(n) != "0" {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/cgroups"
@@ -35,6 +36,8 @@ type container struct {
 	abi      int
 	pid      int
 	lifeline *os.File
+	status   *os.File      // the shim's status pipe
+	statusRd *bufio.Reader // its reader, across the first and last lines
 	mu       sync.Mutex
 	cleaned  bool
 }
@@ -84,7 +87,7 @@ func (s *container) Start() (err error) {
 	if err != nil {
 		return fmt.Errorf("status pipe: %w", err)
 	}
-	defer statusR.Close()
+	s.status = statusR // read again at the end: how the skill ended
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
 		statusW.Close()
@@ -117,12 +120,19 @@ func (s *container) Start() (err error) {
 }
 
 // readStatus reads the entrypoint shim's report and records the ABI.
-func (s *container) readStatus(r *os.File) error { return s.readStatusInto(r, &s.abi) }
+func (s *container) readStatus(r *os.File) error {
+	s.statusRd = bufio.NewReader(r)
+	return readStatusLine(r, s.statusRd, &s.abi)
+}
 
 // readStatusInto reads the shim's one-line report from the status pipe.
 func (s *container) readStatusInto(r *os.File, abi *int) error {
+	return readStatusLine(r, bufio.NewReader(r), abi)
+}
+
+func readStatusLine(r *os.File, rd *bufio.Reader, abi *int) error {
 	_ = r.SetReadDeadline(time.Now().Add(statusTimeout))
-	line, err := bufio.NewReader(r).ReadBytes('\n')
+	line, err := rd.ReadBytes('\n')
 	if err != nil {
 		return fmt.Errorf("shim status: %w (the shim exited or hung before confining the skill)", err)
 	}
@@ -194,7 +204,30 @@ func (s *container) Wait() (Exit, error) {
 	if st == nil {
 		return Exit{}, fmt.Errorf("wait: %w", err)
 	}
-	return exitOf(st), nil
+	e := exitOf(st)
+	if e.Signal == nil {
+		e.Signal = s.endSignal()
+	}
+	e.OOMKilled = oomKilled(CgroupPath(s.spec.InvocationID))
+	return e, nil
+}
+
+// endSignal reads the shim's last status line: the signal that killed the
+// skill, which its exit code (128+N) alone cannot tell from an exit(128+N).
+func (s *container) endSignal() os.Signal {
+	if s.statusRd == nil {
+		return nil
+	}
+	_ = s.status.SetReadDeadline(time.Now().Add(time.Second))
+	line, err := s.statusRd.ReadBytes('\n')
+	if err != nil {
+		return nil
+	}
+	var st ShimStatus
+	if json.Unmarshal(line, &st) != nil || !st.Ended || st.Signal <= 0 {
+		return nil
+	}
+	return syscall.Signal(st.Signal)
 }
 
 func (s *container) Signal(sig os.Signal) error {
@@ -228,6 +261,9 @@ func (s *container) Destroy() error {
 	var errs []error
 	if s.lifeline != nil {
 		s.lifeline.Close()
+	}
+	if s.status != nil {
+		s.status.Close()
 	}
 	if s.c != nil {
 		_ = s.Kill()

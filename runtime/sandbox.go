@@ -47,8 +47,9 @@ func (s Spec) Env(socketInSandbox string) []string {
 
 // Exit is how the entrypoint ended.
 type Exit struct {
-	Code   int       // the exit code, or 128+N when killed by signal N
-	Signal os.Signal // the signal that killed it, if any
+	Code      int       // the exit code, or 128+N when killed by signal N
+	Signal    os.Signal // the signal that killed it, if any
+	OOMKilled bool      // the memory cgroup's OOM killer killed a process
 }
 
 // Sandbox runs one invocation's entrypoint.

@@ -66,10 +66,15 @@ type execSpec struct {
 // ShimStatus is the one JSON line the shim writes on fd 3: the Landlock ABI
 // in force once the skill has started, or the step that failed.
 type ShimStatus struct {
-	LandlockABI int              `json:"landlock_abi"`
-	Landlock    *landlock.Result `json:"landlock,omitempty"` // the whole record, on success
-	Error       string           `json:"error,omitempty"`
-	Step        string           `json:"step,omitempty"`
+	LandlockABI int `json:"landlock_abi"`
+	// Ended, ExitCode and Signal are the last line, written when the
+	// skill has ended: Signal is the signal that killed it, 0 if none.
+	Ended    bool             `json:"ended,omitempty"`
+	ExitCode int              `json:"exit_code,omitempty"`
+	Signal   int              `json:"signal,omitempty"`
+	Landlock *landlock.Result `json:"landlock,omitempty"` // the whole record, on success
+	Error    string           `json:"error,omitempty"`
+	Step     string           `json:"step,omitempty"`
 }
 
 // Validate refuses a config the shim must not act on; the supervisor may

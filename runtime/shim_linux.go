@@ -80,14 +80,19 @@ func ShimMain(args []string) int {
 	}
 	// Reported once the child exists, so that a failure to start it still
 	// reaches the supervisor; fd 3 is close-on-exec and never reaches it.
-	if err := writeStatus(status, ShimStatus{LandlockABI: res.ABI, Landlock: &res}); err != nil {
+	if err := writeStatusLine(status, ShimStatus{LandlockABI: res.ABI, Landlock: &res}); err != nil {
 		// Nobody would record this run: it must not go on.
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		fmt.Fprintf(os.Stderr, "skillrun shim: status: %v\n", err)
 		supervise(pid, nil, children, nil)
 		return shimSetupFailed
 	}
-	return supervise(pid, signals, children, lost)
+	code, sig := supervise(pid, signals, children, lost)
+	// A last line says how the skill ended: the shim's own exit code cannot
+	// tell a skill killed by SIGKILL (the OOM killer) from one that exited
+	// 137 by itself.
+	_ = writeStatus(status, ShimStatus{LandlockABI: res.ABI, Ended: true, ExitCode: code, Signal: int(sig)})
+	return code
 }
 
 // watchLifeline returns a channel closed when the supervisor's end of the
@@ -130,6 +135,14 @@ func writeStatus(f *os.File, st ShimStatus) error {
 		return nil
 	}
 	defer f.Close()
+	return writeStatusLine(f, st)
+}
+
+// writeStatusLine writes st as one JSON line, leaving the pipe open.
+func writeStatusLine(f *os.File, st ShimStatus) error {
+	if f == nil {
+		return nil
+	}
 	line, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -227,16 +240,19 @@ func startExecStage(cfg ShimConfig) (int, error) {
 // supervise forwards signals to main and reaps every child (orphans are
 // re-parented to pid 1) until main exits, and returns main's exit code.
 // What main leaves behind dies with the pid namespace when the shim exits.
-func supervise(main int, signals, children <-chan os.Signal, lost <-chan struct{}) int {
+func supervise(main int, signals, children <-chan os.Signal, lost <-chan struct{}) (int, syscall.Signal) {
 	var pending []syscall.Signal
 	for {
 		ws, exited, err := reapChildren(main)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "skillrun shim: wait: %v\n", err)
-			return shimSetupFailed
+			return shimSetupFailed, 0
 		}
 		if exited {
-			return shimExitCode(ws)
+			if ws.Signaled() {
+				return shimExitCode(ws), ws.Signal()
+			}
+			return shimExitCode(ws), 0
 		}
 		// Only this loop reaps, and main was not reaped just now, so its
 		// pid cannot have been reused: the signal reaches the skill.

@@ -376,9 +376,16 @@ echo zombies=$z`,
 			if run.code != tc.code || run.stdout != want || run.stderr != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q", run.code, run.stdout, run.stderr, tc.code, want)
 			}
-			if run.statusLines != 1 || run.status.LandlockABI != min(abi, 11) || run.status.Error != "" ||
-				run.status.Landlock == nil || run.status.Landlock.Rules != len(f.cfg.Landlock.Rules) {
-				t.Errorf("%d status lines, last %+v; want one with landlock_abi %d", run.statusLines, run.status, abi)
+			// Two lines: Landlock in place, then how the skill ended (the
+			// signal that killed it, which its exit code alone cannot say).
+			wantSignal := 0
+			if tc.code > 128 {
+				wantSignal = tc.code - 128
+			}
+			if run.statusLines != 2 || run.status.LandlockABI != min(abi, 11) || run.status.Error != "" ||
+				run.status.Landlock == nil || run.status.Landlock.Rules != len(f.cfg.Landlock.Rules) ||
+				!run.status.Ended || run.status.ExitCode != tc.code || run.status.Signal != wantSignal {
+				t.Errorf("%d status lines, last %+v; want two, with landlock_abi %d, then exit %d signal %d", run.statusLines, run.status, abi, tc.code, wantSignal)
 			}
 		})
 	}

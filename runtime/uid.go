@@ -28,6 +28,22 @@ type UIDLease struct {
 	file *os.File
 }
 
+// HostUIDLeaseDir is where root's supervisors lease uids: one directory for
+// the whole host, whatever state root each invocation uses, because a uid
+// is a host-wide identity (two invocations under different --root must
+// never share one: the uid owns the broker socket).
+const HostUIDLeaseDir = "/run/skillrun/uids"
+
+// UIDLeaseDir is the lease directory for a supervisor with state root
+// root: the host-wide one as root, the state root's own otherwise (an
+// unprivileged supervisor cannot switch uids, so leases only label it).
+func UIDLeaseDir(root string) string {
+	if os.Geteuid() == 0 {
+		return HostUIDLeaseDir
+	}
+	return filepath.Join(root, "uids")
+}
+
 // LeaseUID takes the lowest free uid in [base, base+count).
 func LeaseUID(dir string, base, count int) (*UIDLease, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -29,6 +29,12 @@ const (
 	perLinux = 0x0000     // PER_LINUX
 	perQuery = 0xffffffff // personality(0xffffffff) reads without changing
 
+	// setIDBits are S_ISUID|S_ISGID. A skill allowed to write a host
+	// directory must not leave a setuid or setgid file there: nosuid holds
+	// only inside the sandbox, and on the host any user could then become
+	// the invocation's uid (systemd's RestrictSUIDSGID does the same).
+	setIDBits = 0o6000
+
 	afUnix    = 1
 	afInet    = 2
 	afInet6   = 10
@@ -41,16 +47,19 @@ const (
 // is in denied with its reason. Entries without a comment are as Docker
 // allows them. The shim and libcontainer's init also run under this filter
 // between loading it and exec, so it covers their needs too.
+// noSUID is the reason on every entry that refuses the setuid/setgid bits.
+const noSUID = "refuses S_ISUID/S_ISGID in the mode (see setIDBits)"
+
 var profile = map[string]Rule{
 	// Files and directories.
 	"access":            allow,
 	"chdir":             allow,
-	"chmod":             allow,
+	"chmod":             allowIf(noSUID, noneOf(1, setIDBits)),
 	"chown":             allow,
 	"close":             allow,
 	"close_range":       allow,
 	"copy_file_range":   allow,
-	"creat":             allow,
+	"creat":             allowIf(noSUID, noneOf(1, setIDBits)),
 	"dup":               allow,
 	"dup2":              allow,
 	"dup3":              allow,
@@ -59,8 +68,8 @@ var profile = map[string]Rule{
 	"fadvise64":         allow,
 	"fallocate":         allow,
 	"fchdir":            allow,
-	"fchmod":            allow,
-	"fchmodat":          allow,
+	"fchmod":            allowIf(noSUID, noneOf(1, setIDBits)),
+	"fchmodat":          allowIf(noSUID, noneOf(2, setIDBits)),
 	"fchown":            allow,
 	"fchownat":          allow,
 	"fcntl":             allow,
@@ -84,12 +93,12 @@ var profile = map[string]Rule{
 	"lstat":             allow,
 	"mkdir":             allow,
 	"mkdirat":           allow,
-	"mknod":             allow, // device nodes need CAP_MKNOD; FIFOs are fine
-	"mknodat":           allow,
+	"mknod":             allowIf(noSUID+"; device nodes need CAP_MKNOD anyway", noneOf(1, setIDBits)),
+	"mknodat":           allowIf(noSUID, noneOf(2, setIDBits)),
 	"newfstatat":        allow,
-	"open":              allow,
-	"openat":            allow,
-	"openat2":           allow,
+	"open":              allowIf(noSUID, noneOf(2, setIDBits)),
+	"openat":            allowIf(noSUID, noneOf(3, setIDBits)),
+	"openat2":           fail(enosys, "its mode is in memory the filter cannot read, so a setuid create could not be refused; ENOSYS makes libc fall back to openat"),
 	"pread64":           allow,
 	"preadv":            allow,
 	"preadv2":           allow,

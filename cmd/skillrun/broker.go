@@ -17,17 +17,21 @@ import (
 )
 
 // newBroker is the parent of the commands that look at the broker's record
-// of tool calls (replay now; status and tail to come).
+// of tool calls: what runs now (status), live (tail), and afterwards
+// (replay).
 func newBroker(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "broker",
 		Short: "Inspect the tool calls the broker recorded",
 		Long: `The broker checks, runs and audits every tool call of a skill. Its audit rows
-are in the state store (--root); these commands read them.`,
-		Example: "  skillrun broker replay --invocation 7f3c9a1e2b4d5f6a7b8c9d0e",
-		Args:    cobra.NoArgs,
+are in the state store (--root); these commands only read them, so they are
+safe to run while any number of skillrun exec processes write.`,
+		Example: `  skillrun broker status
+  skillrun broker tail --invocation 7f3c9a1e2b4d5f6a7b8c9d0e --follow
+  skillrun broker replay --invocation 7f3c9a1e2b4d5f6a7b8c9d0e`,
+		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newBrokerReplay(g))
+	cmd.AddCommand(newBrokerStatus(g), newBrokerTail(g), newBrokerReplay(g))
 	return cmd
 }
 

@@ -7,12 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skillrun/skillrun/broker"
 	"github.com/skillrun/skillrun/invocation"
 	"github.com/skillrun/skillrun/runtime"
 )
 
 func newExec(g *globals) *cobra.Command {
 	var o invocation.Options
+	var traceparent string
 	cmd := &cobra.Command{
 		Use:   "exec [flags] DIR [-- ARGS...]",
 		Short: "Run a trusted skill in the sandbox, brokering its tool calls",
@@ -22,7 +24,13 @@ not quarantined, derives and verifies its grant plan, starts the broker on
 fresh container (namespaces, seccomp, Landlock, cgroups, rlimits).
 
 It prints "invocation <id>" on stderr first; the skill's stdout and stderr
-pass through untouched. The skill gets SIGTERM at 90% of its budget
+pass through untouched.
+
+Spans and metrics go where the standard OTEL_* environment says: OTLP when
+OTEL_EXPORTER_OTLP_ENDPOINT (or a per-signal endpoint) is set or
+OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER say otlp, JSON on stderr for
+console, nowhere by default. The invocation continues the trace of
+--traceparent, or of the TRACEPARENT environment variable. The skill gets SIGTERM at 90% of its budget
 (effort_minutes, or --timeout) and the whole sandbox is killed at 100%.
 
 Exit codes: the skill's own when it ran to completion; 124 timeout; 125
@@ -33,13 +41,24 @@ signal N.`,
 		Example: `  skillrun trust ./skills/report
   skillrun exec ./skills/report -- --month 2026-10
   skillrun exec --timeout 30s --tenant acme ./skills/report
-  skillrun exec --isolation rlimit ./skills/report   # explicit fallback: rlimits only`,
+  skillrun exec --isolation rlimit ./skills/report   # explicit fallback: rlimits only
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 skillrun exec ./skills/report`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n := cmd.ArgsLenAtDash(); n > 1 || (n == -1 && len(args) > 1) {
 				return fmt.Errorf("%w: exec takes one skill folder; pass the skill's arguments after --", errUsage)
 			}
 			o.SkillDir, o.Args = args[0], args[1:]
+			var err error
+			if o.TraceParent, err = g.traceParent(traceparent); err != nil {
+				return err
+			}
+			tel, err := g.telemetry(cmd.Context())
+			if err != nil {
+				return withCode(exitSetup, err)
+			}
+			defer g.shutdownTelemetry(cmd.Context(), tel)
+			o.Telemetry = tel
 			o.Root = g.root
 			o.Host = runtime.Probe(cmd.Context())
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = g.stdin, g.stdout, g.stderr, g.log
@@ -71,6 +90,29 @@ signal N.`,
 	f.StringVar(&o.Isolation, "isolation", invocation.IsolationAuto, "auto, container, or rlimit (a plain subprocess with rlimits)")
 	f.DurationVar(&o.ConnectTimeout, "connect-timeout", invocation.DefaultConnectTimeout, "how long a skill that declared tools may take to connect to the broker (negative: no limit)")
 	f.IntVar(&o.UIDBase, "uid-base", runtime.DefaultUIDBase, "first host uid of the range handed to invocations")
+	f.StringVar(&traceparent, "traceparent", "", "W3C traceparent whose trace the invocation continues (default: env TRACEPARENT)")
 	f.IntVar(&o.UIDCount, "uid-count", runtime.DefaultUIDCount, "number of uids in that range (the most concurrent invocations)")
 	return cmd
+}
+
+// traceParent is the operator's traceparent: the flag's, which must be
+// valid, else TRACEPARENT's, ignored with a warning when it is not — an
+// environment variable leaks in from wherever skillrun was started, and
+// the W3C answer to a bad traceparent is a new trace, not a refusal.
+func (g *globals) traceParent(flag string) (string, error) {
+	if flag != "" {
+		if _, err := broker.ParseTraceParent(flag); err != nil {
+			return "", fmt.Errorf("%w: --traceparent %q: %v", errUsage, flag, err)
+		}
+		return flag, nil
+	}
+	env := g.getenv("TRACEPARENT")
+	if env == "" {
+		return "", nil
+	}
+	if _, err := broker.ParseTraceParent(env); err != nil {
+		g.log.Warn("ignoring TRACEPARENT", "value", env, "err", err)
+		return "", nil
+	}
+	return env, nil
 }

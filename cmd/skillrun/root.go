@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skillrun/skillrun/store"
+	"github.com/skillrun/skillrun/telemetry"
 )
 
 // globals are the flags every command shares.
@@ -22,12 +24,13 @@ type globals struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	log      *slog.Logger
+	getenv   func(string) string
 }
 
 // Run parses args and runs one command. It is the only entry point; main
 // turns its error into the exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -82,8 +85,36 @@ audits it and traces it.`,
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("SKILLRUN_LOG", "warn"), "log level: debug, info, warn or error (env SKILLRUN_LOG)")
 	root.PersistentFlags().StringVar(&g.root, "root", store.DefaultRoot(), "state directory (env SKILLRUN_ROOT; /var/lib/skillrun as root)")
-	root.AddCommand(newValidate(g), newDoctor(g), newTrust(g), newExec(g), newGC(g), newBroker(g), newVersion(g))
+	root.AddCommand(newValidate(g), newDoctor(g), newTrust(g), newExec(g), newGC(g), newBroker(g),
+		newQuarantine(g), newApprovals(g), newVersion(g))
 	return root
+}
+
+// telemetry builds the process's tracer and meter providers from the
+// OTEL_* environment. Only exec traces anything, so only exec builds them:
+// a stray OTEL_ value cannot break validate or gc. The caller must call
+// shutdownTelemetry on every path out.
+func (g *globals) telemetry(ctx context.Context) (*telemetry.Telemetry, error) {
+	return telemetry.Setup(ctx, telemetry.Config{Getenv: g.getenv, Stderr: g.stderr, Logger: g.log, ServiceVersion: buildVersion()})
+}
+
+// shutdownTelemetry flushes what is left to export, within
+// telemetry.ShutdownTimeout even if ctx was cancelled (an interrupted
+// invocation is worth its spans too). A collector that cannot be reached
+// is worth a warning, never a different exit code.
+func (g *globals) shutdownTelemetry(ctx context.Context, tel *telemetry.Telemetry) {
+	if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
+		g.log.Warn("telemetry not flushed", "err", err)
+	}
+}
+
+// buildVersion is the module version this binary was built from, as
+// version prints it.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }
 
 func parseLevel(s string) (slog.Level, error) {
