@@ -50,6 +50,13 @@ type Config struct {
 	// Telemetry exports the calls' spans and metrics; nil exports nothing
 	// (calls still get span ids: they are their call_ids).
 	Telemetry *telemetry.Telemetry
+	// OnViolation is what a skill fault does (DESIGN §9); "" is deny.
+	OnViolation ViolationPolicy
+	// Quarantine records the skill as quarantined under OnViolationQuarantine.
+	Quarantine QuarantineFunc
+	// Approver decides Bash commands no rule covers; nil denies them (the
+	// headless default, DESIGN §8).
+	Approver Approver
 }
 
 // Preparer is implemented by every tool whose arguments carry the scope of
@@ -73,6 +80,8 @@ type Broker struct {
 	started time.Time
 	list    ToolList
 	limiter *rate.Limiter // x-rate-limit; nil: unbounded
+	revoked atomic.Bool   // grants revoked after a violation (OnViolationQuarantine)
+	ledger  ledger        // capabilities exercised
 
 	// Telemetry (otel.go): the parent of calls without a traceparent, and
 	// what is precomputed per tool.
@@ -118,6 +127,10 @@ type Status struct {
 	ToolCalls    int64  `json:"tool_calls"`
 	Denied       int64  `json:"denied"`
 	UptimeMS     int64  `json:"uptime_ms"`
+	// Exercised lists the capabilities the skill actually used, as
+	// kind:tool (DESIGN §9); Revoked says its grants were revoked.
+	Exercised []string `json:"exercised"`
+	Revoked   bool     `json:"revoked,omitempty"`
 }
 
 // New checks cfg and builds the broker. Every registered tool that
@@ -293,5 +306,10 @@ func (b *Broker) status() *Status {
 		ToolCalls:    b.calls.Load(),
 		Denied:       b.denied.Load(),
 		UptimeMS:     time.Since(b.started).Milliseconds(),
+		Exercised:    b.ledger.list(),
+		Revoked:      b.revoked.Load(),
 	}
 }
+
+// Exercised lists the capabilities the skill actually used, kind:tool.
+func (b *Broker) Exercised() []string { return b.ledger.list() }

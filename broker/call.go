@@ -50,7 +50,7 @@ func (b *Broker) toolCall(ctx context.Context, params json.RawMessage) (any, err
 	c := &call{tool: p.Tool, args: p.Args, argsHash: ArgsHash(p.Args), start: time.Now()}
 	ctx = b.startCall(ctx, c, p.Traceparent)
 	defer b.endCall(ctx, c)
-	t, args, err := b.check(c)
+	t, args, err := b.check(ctx, c)
 	if err != nil {
 		return nil, b.refuse(ctx, c, err)
 	}
@@ -59,8 +59,11 @@ func (b *Broker) toolCall(ctx context.Context, params json.RawMessage) (any, err
 
 // check runs every check before dispatch and returns the tool and the
 // arguments it is to be invoked with.
-func (b *Broker) check(c *call) (tools.Tool, json.RawMessage, error) {
+func (b *Broker) check(ctx context.Context, c *call) (tools.Tool, json.RawMessage, error) {
 	enf := b.cfg.Enforcer
+	if err := b.revokedDenial(c.tool); err != nil {
+		return nil, nil, err
+	}
 	if err := enf.CheckTool(c.tool); err != nil {
 		return nil, nil, err
 	}
@@ -76,6 +79,14 @@ func (b *Broker) check(c *call) (tools.Tool, json.RawMessage, error) {
 		return t, c.args, b.checkRate(c.tool)
 	}
 	args, err := prepare(p, c.args, enf)
+	if d, ok := enforce.AsDenial(err); ok {
+		// A Bash command no rule covers may be parked for an operator
+		// (--approvals=ask); approved, it runs as checked so far.
+		if err := b.approve(ctx, c.tool, c.args, d); err != nil {
+			return nil, nil, err
+		}
+		args, err = c.args, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -101,6 +112,7 @@ func prepare(p Preparer, args json.RawMessage, e *enforce.Enforcer) (out json.Ra
 func (b *Broker) refuse(ctx context.Context, c *call, err error) error {
 	if d, ok := enforce.AsDenial(err); ok {
 		b.deny(ctx, c, d)
+		b.onViolation(ctx, d)
 		c.outcome, c.err = OutcomeDenied, d
 		return d
 	}
@@ -150,6 +162,9 @@ func (b *Broker) dispatch(ctx context.Context, c *call, t tools.Tool, args json.
 	c.err, c.resultSize = err, size
 	outcome, err := b.outcome(ctx, c, err)
 	c.outcome = outcome
+	if outcome == OutcomeSuccess {
+		b.exercise(c.tool)
+	}
 	b.record(ctx, KindToolCallCompleted, c, map[string]any{
 		"args_hash":         c.argsHash,
 		"outcome":           outcome,

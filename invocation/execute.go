@@ -30,6 +30,7 @@ func (inv *invocation) execute(ctx context.Context, res Result) (Result, error) 
 	if err != nil {
 		return res, err
 	}
+	inv.brk = b
 	source, err := inv.materialize(lease.UID)
 	if err != nil {
 		return res, err
@@ -70,7 +71,8 @@ func (inv *invocation) startBroker(ctx context.Context, uid int) (*broker.Broker
 	}
 	b, err := broker.New(broker.Config{Snapshot: inv.snap, Enforcer: enf, Registry: reg,
 		InvocationID: o.InvocationID, TenantID: o.Tenant, Logger: inv.log,
-		Audit: inv.auditor, TraceID: inv.traceID, Parent: inv.root, Telemetry: o.Telemetry})
+		Audit: inv.auditor, TraceID: inv.traceID, Parent: inv.root, Telemetry: o.Telemetry,
+		OnViolation: broker.ViolationPolicy(o.OnViolation), Quarantine: inv.quarantine, Approver: inv.approver()})
 	if err != nil {
 		return nil, fail(OutcomeSetupFailed, ExitSetup, "broker: %v", err)
 	}

@@ -68,6 +68,14 @@ type Options struct {
 	// do the audit rows and the calls without a traceparent of their own.
 	// "" starts a new trace.
 	TraceParent string
+	// Approvals is what happens to a Bash command no rule covers:
+	// ApprovalsDeny ("", the headless default) or ApprovalsAsk (park it for
+	// an operator, up to ApprovalWait; DESIGN §8).
+	Approvals    string
+	ApprovalWait time.Duration
+	// OnViolation is "deny" ("") or "quarantine": revoke the grants for
+	// the rest of the invocation and quarantine the skill (DESIGN §9).
+	OnViolation string
 	// Started, if set, is called once the invocation id is known and
 	// before anything runs, so the CLI can print it first.
 	Started func(id string)
@@ -107,6 +115,9 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	}
 	if !idRE.MatchString(opts.InvocationID) {
 		return Result{}, fail(OutcomeInvalid, ExitSetup, "--invocation-id %q: use 1-64 letters, digits, '-' or '_'", opts.InvocationID)
+	}
+	if err := checkPolicyOptions(opts); err != nil {
+		return Result{}, err
 	}
 	if opts.Started != nil {
 		opts.Started(opts.InvocationID)
@@ -175,6 +186,15 @@ func withDefaults(o Options) Options {
 	if o.Tenant == "" {
 		o.Tenant = "default"
 	}
+	if o.Approvals == "" {
+		o.Approvals = ApprovalsDeny
+	}
+	if o.ApprovalWait <= 0 {
+		o.ApprovalWait = DefaultApprovalWait
+	}
+	if o.OnViolation == "" {
+		o.OnViolation = string(broker.OnViolationDeny)
+	}
 	if o.ConnectTimeout == 0 {
 		o.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -209,8 +229,9 @@ type invocation struct {
 	decl    enforce.Declaration
 	plan    enforce.Plan
 	undo    []func()
-	begun   bool          // the invocation row exists
-	runner  sandboxRunner // the Bash tool's way into the sandbox
+	begun   bool           // the invocation row exists
+	runner  sandboxRunner  // the Bash tool's way into the sandbox
+	brk     *broker.Broker // once started: what the skill exercised
 	// traceID is the invocation's own trace, root's: its rows carry it,
 	// and tool calls without a traceparent of their own continue it, as
 	// children of root.
@@ -416,6 +437,9 @@ func (inv *invocation) finish(res *Result, err error) {
 		"isolation": string(res.Isolation), "landlock_abi": res.LandlockABI, "duration_ms": res.Duration.Milliseconds()}
 	if res.OOMKilled {
 		payload["oom_killed"] = true
+	}
+	if inv.brk != nil {
+		payload["exercised"] = inv.brk.Exercised()
 	}
 	if err != nil {
 		payload["error"] = err.Error()
