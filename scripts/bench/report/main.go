@@ -1,0 +1,428 @@
+//go:build benchtool
+
+// Command report writes BENCHMARKS.md from what scripts/bench.sh
+// collected: `go test -bench` output (medians over -count runs), the cold
+// start section of scripts/bench/coldstart, the machine, and a targets
+// section that marks each target met or missed, with the number.
+//
+//	go run -tags benchtool ./scripts/bench/report -bench unit.txt -bench integration.txt \
+//	    -coldstart-md coldstart.md -coldstart-env coldstart.env -cmd "…" > BENCHMARKS.md
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type list []string
+
+func (l *list) String() string     { return strings.Join(*l, ",") }
+func (l *list) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	var benches, cmds list
+	var coldMD, coldEnv, started, note string
+	flag.Var(&benches, "bench", "a file of `go test -bench` output (repeatable)")
+	flag.Var(&cmds, "cmd", "a command that produced the numbers, shown verbatim (repeatable)")
+	flag.StringVar(&coldMD, "coldstart-md", "", "the cold start section (scripts/bench/coldstart -md)")
+	flag.StringVar(&coldEnv, "coldstart-env", "", "the cold start numbers (scripts/bench/coldstart -env)")
+	flag.StringVar(&started, "load-before", "", "load average when the run started")
+	flag.StringVar(&note, "note", "", "a line about what was not measured")
+	flag.Parse()
+	results := map[string]*result{}
+	var order []string
+	for _, f := range benches {
+		if err := parseBench(f, results, &order); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+	}
+	env := map[string]string{}
+	if coldEnv != "" {
+		if err := parseEnv(coldEnv, env); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+	}
+	var cold []byte
+	if coldMD != "" {
+		cold, _ = os.ReadFile(coldMD)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	write(w, results, order, env, string(cold), cmds, started, note)
+	if err := w.Flush(); err != nil {
+		os.Exit(1)
+	}
+}
+
+// result is one benchmark's values of each unit over the runs.
+type result struct {
+	pkg, name string
+	values    map[string][]float64
+	units     []string
+}
+
+func (r *result) median(unit string) (float64, bool) {
+	v := slices.Clone(r.values[unit])
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	return v[len(v)/2], true
+}
+
+var procSuffix = regexp.MustCompile(`-[0-9]+$`)
+
+func parseBench(path string, results map[string]*result, order *[]string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	pkg := ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
+			pkg = strings.TrimPrefix(strings.TrimSpace(p), "github.com/skillrun/skillrun/")
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(fields[1]); err != nil {
+			continue // a "BenchmarkX" line of -v output, not a result
+		}
+		name := procSuffix.ReplaceAllString(fields[0], "")
+		key := pkg + " " + name
+		r := results[key]
+		if r == nil {
+			r = &result{pkg: pkg, name: name, values: map[string][]float64{}}
+			results[key] = r
+			*order = append(*order, key)
+		}
+		for i := 2; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				continue
+			}
+			u := fields[i+1]
+			if _, seen := r.values[u]; !seen {
+				r.units = append(r.units, u)
+			}
+			r.values[u] = append(r.values[u], v)
+		}
+	}
+	return sc.Err()
+}
+
+func parseEnv(path string, env map[string]string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok {
+			env[k] = strings.Trim(v, `"`)
+		}
+	}
+	return nil
+}
+
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**missed**"
+}
+
+// report is what write renders; sections add their targets as they go.
+type report struct {
+	w       io.Writer
+	results map[string]*result
+	order   []string
+	env     map[string]string
+	targets []string
+}
+
+func (r *report) get(key, unit string) (float64, bool) {
+	res := r.results[key]
+	if res == nil {
+		return 0, false
+	}
+	return res.median(unit)
+}
+
+func (r *report) target(format string, args ...any) {
+	r.targets = append(r.targets, fmt.Sprintf(format, args...))
+}
+
+func write(w io.Writer, results map[string]*result, order []string, env map[string]string, cold string, cmds []string, loadBefore, note string) {
+	r := &report{w: w, results: results, order: order, env: env}
+	fmt.Fprintf(w, "# Benchmarks\n\nGenerated by `make bench` (scripts/bench.sh) on %s. Do not edit by hand.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	machine(w, loadBefore)
+	fmt.Fprintf(w, "\nCommands:\n\n```\n%s\n```\n\n", strings.Join(cmds, "\n"))
+	fmt.Fprintln(w, "Go benchmark numbers are medians over the `-count` runs. This machine is shared and small:")
+	fmt.Fprintln(w, "compare numbers of one report with each other, and watch the load averages.")
+	if note != "" {
+		fmt.Fprintf(w, "\n%s\n", note)
+	}
+	r.coldStart(cold)
+	r.toolCalls()
+	r.scale()
+	r.enforcement()
+	fmt.Fprintln(w, "\n## Targets")
+	fmt.Fprintln(w)
+	for _, t := range r.targets {
+		fmt.Fprintln(w, t)
+	}
+	r.all()
+}
+
+// coldStart is scripts/bench/coldstart's section and its target.
+func (r *report) coldStart(cold string) {
+	fmt.Fprintln(r.w, "\n## Cold start: `skillrun exec` against `runc run` and `bwrap`")
+	fmt.Fprintln(r.w)
+	if cold == "" {
+		fmt.Fprintln(r.w, "Not measured (needs root, runc, bwrap).")
+		r.target("- cold start, `skillrun exec` ≤ 1.0× `runc run` (median): not measured")
+	} else {
+		fmt.Fprint(r.w, cold)
+		r50, _ := strconv.ParseFloat(r.env["COLD_RATIO_P50"], 64)
+		r90, _ := strconv.ParseFloat(r.env["COLD_RATIO_P90"], 64)
+		r.target("- cold start, `skillrun exec` ≤ 1.0× `runc run` at the median: %s — %s ms against %s ms = %.2f× (p90: %s against %s ms = %.2f×; median of per-round ratios %s×; CPU time %s against %s ms = %s×)",
+			mark(r50 <= 1.0), r.env["COLD_SKILLRUN_P50_MS"], r.env["COLD_RUNC_P50_MS"], r50,
+			r.env["COLD_SKILLRUN_P90_MS"], r.env["COLD_RUNC_P90_MS"], r90, r.env["COLD_RATIO_PAIRED"],
+			r.env["COLD_SKILLRUN_CPU_MS"], r.env["COLD_RUNC_CPU_MS"], r.env["COLD_RATIO_CPU"])
+	}
+
+}
+
+// toolCalls compares broker round trips with the raw ping-pong.
+func (r *report) toolCalls() {
+	fmt.Fprintln(r.w, "\n## Tool calls: round trip on one connection")
+	fmt.Fprintln(r.w)
+	fmt.Fprintln(r.w, "`integration BenchmarkToolCall`: a static Go client inside the real sandbox calls the broker of a real")
+	fmt.Fprintln(r.w, "`skillrun exec` (one call in flight, 20,000 timed calls per run); raw is the same client on the host against a")
+	fmt.Fprintln(r.w, "Unix-socket echo server answering frames of the same sizes. cpu0: supervisor, client and echo server pinned to")
+	fmt.Fprintln(r.w, "CPU 0 (no cross-CPU wake-ups); any: placed by the scheduler. `jsonrpc BenchmarkPingPong` is the same")
+	fmt.Fprintln(r.w, "comparison inside one process, without sandbox, broker or audit: the JSON-RPC layer alone.")
+	fmt.Fprintln(r.w)
+	fmt.Fprintln(r.w, "| call | placement | frames (req/resp B) | p50 µs | p99 µs | calls/s | raw p50 µs | raw calls/s | p50 vs raw |")
+	fmt.Fprintln(r.w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	toolCalls := false
+	for _, place := range []string{"cpu0", "any"} {
+		for _, m := range []struct{ key, label string }{{"toollist", "`tool.list`"}, {"read", "`tool.call` Read"}} {
+			bk := "integration BenchmarkToolCall/" + place + "/" + m.key + "/broker"
+			rk := "integration BenchmarkToolCall/" + place + "/" + m.key + "/raw"
+			p50, ok1 := r.get(bk, "p50-ns")
+			raw50, ok2 := r.get(rk, "p50-ns")
+			if !ok1 || !ok2 {
+				continue
+			}
+			toolCalls = true
+			p99, _ := r.get(bk, "p99-ns")
+			cps, _ := r.get(bk, "calls/s")
+			rcps, _ := r.get(rk, "calls/s")
+			req, _ := r.get(bk, "req-B")
+			resp, _ := r.get(bk, "resp-B")
+			ratio := p50 / raw50
+			fmt.Fprintf(r.w, "| %s | %s | %.0f/%.0f | %s | %s | %.0f | %s | %.0f | %.2f× |\n", m.label, place, req, resp,
+				num(p50/1000), num(p99/1000), cps, num(raw50/1000), rcps, ratio)
+			r.target("- %s (%s) p50 ≤ 3× raw: %s — %s µs against %s µs = %.2f×", m.label, place, mark(ratio <= 3), num(p50/1000), num(raw50/1000), ratio)
+			r.target("- %s (%s) ≥ 30,000 calls/s on one connection: %s — %.0f calls/s", m.label, place, mark(cps >= 30000), cps)
+		}
+	}
+	for _, m := range []string{"toollist", "read"} {
+		rk, jk := "jsonrpc BenchmarkPingPong/"+m+"/raw", "jsonrpc BenchmarkPingPong/"+m+"/jsonrpc"
+		raw50, ok1 := r.get(rk, "p50-ns")
+		j50, ok2 := r.get(jk, "p50-ns")
+		if ok1 && ok2 {
+			jcps, _ := r.get(jk, "calls/s")
+			rcps, _ := r.get(rk, "calls/s")
+			allocs, _ := r.get(jk, "allocs/op")
+			fmt.Fprintf(r.w, "| in-process JSON-RPC, %s frames (%.0f allocs/call) | one process | | %s | | %.0f | %s | %.0f | %.2f× |\n",
+				m, allocs, num(j50/1000), jcps, num(raw50/1000), rcps, j50/raw50)
+		}
+	}
+	if !toolCalls {
+		fmt.Fprintln(r.w, "\n`BenchmarkToolCall` was not run (needs root).")
+		r.target("- tool calls, p50 ≤ 3× raw and ≥ 30,000 calls/s: not measured")
+	}
+
+}
+
+// scale is BenchmarkScale by concurrency.
+func (r *report) scale() {
+	fmt.Fprintln(r.w, "\n## Scale: concurrent invocations")
+	fmt.Fprintln(r.w)
+	fmt.Fprintln(r.w, "`integration BenchmarkScale`: N concurrent `skillrun exec` of a Python skill making 100 `Read` calls each, one")
+	fmt.Fprintln(r.w, "state store. sup = the supervisor process (broker included), shim = the sandbox's pid 1; peak RSS (VmHWM)")
+	fmt.Fprintln(r.w, "counts the pages of the skillrun binary all invocations share, anon (RssAnon) is each one's own memory.")
+	var rows []string
+	var base float64
+	scaled, allOK, memOK := false, true, true
+	var worstSup float64
+	for _, n := range []int{1, 8, 32, 64} {
+		k := fmt.Sprintf("integration BenchmarkScale/conc=%d", n)
+		wall, ok := r.get(k, "wall-ms")
+		if !ok {
+			continue
+		}
+		scaled = true
+		if n == 1 {
+			base = wall
+		}
+		failed, _ := r.get(k, "failed")
+		p50, _ := r.get(k, "inv-p50-ms")
+		mx, _ := r.get(k, "inv-max-ms")
+		cps, _ := r.get(k, "calls/s")
+		sup, _ := r.get(k, "sup-MiB")
+		supA, _ := r.get(k, "sup-anon-MiB")
+		shim, _ := r.get(k, "shim-MiB")
+		shimA, _ := r.get(k, "shim-anon-MiB")
+		tree, _ := r.get(k, "tree-MiB")
+		growth := "—"
+		if base > 0 {
+			growth = fmt.Sprintf("%.1f×", wall/base)
+		}
+		rows = append(rows, fmt.Sprintf("| %d | %.0f | %.0f | %s | %.0f / %.0f | %.0f | %.1f (%.1f) | %.1f (%.1f) | %.1f |",
+			n, failed, wall, growth, p50, mx, cps, sup, supA, shim, shimA, tree))
+		allOK = allOK && failed == 0
+		memOK = memOK && sup <= 30
+		worstSup = max(worstSup, sup)
+	}
+	if scaled {
+		fmt.Fprintln(r.w)
+		fmt.Fprintln(r.w, "| concurrent | failed | wall ms | vs 1 | per invocation p50 / max ms | calls/s | sup MiB (anon) | shim MiB (anon) | tree MiB |")
+		fmt.Fprintln(r.w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(r.w, strings.Join(rows, "\n"))
+		r.target("- scale, every invocation of 1, 8, 32 and 64 concurrent succeeds: %s", mark(allOK))
+		r.target("- scale, supervisor + broker peak RSS ≤ 30 MiB per invocation: %s — at most %.1f MiB (VmHWM; see the table for the shim and the anonymous part)", mark(memOK), worstSup)
+	} else {
+		fmt.Fprintln(r.w, "\n`BenchmarkScale` was not run (needs root).")
+		r.target("- scale: not measured")
+	}
+
+}
+
+// enforcement marks each check against 1 µs and 0 allocs.
+func (r *report) enforcement() {
+	fmt.Fprintln(r.w, "\n## Enforcement checks")
+	fmt.Fprintln(r.w)
+	fmt.Fprintln(r.w, "| check | ns/op | allocs/op | ≤ 1 µs | 0 allocs |")
+	fmt.Fprintln(r.w, "| --- | ---: | ---: | --- | --- |")
+	for _, key := range r.order {
+		res := r.results[key]
+		if res.pkg != "enforce" || !(strings.HasPrefix(res.name, "BenchmarkCheckFilePath") || strings.HasPrefix(res.name, "BenchmarkCheckMemoryPath") || strings.HasPrefix(res.name, "BenchmarkDomainMatch")) {
+			continue
+		}
+		ns, _ := res.median("ns/op")
+		al, _ := res.median("allocs/op")
+		fmt.Fprintf(r.w, "| %s | %s | %.0f | %s | %s |\n", res.name, num(ns), al, mark(ns <= 1000), mark(al == 0))
+		r.target("- %s ≤ 1 µs and 0 allocs: %s — %s ns/op, %.0f allocs/op", res.name, mark(ns <= 1000 && al == 0), num(ns), al)
+	}
+}
+
+// all lists every benchmark with every metric.
+func (r *report) all() {
+	fmt.Fprintln(r.w, "\n## All benchmarks")
+	fmt.Fprintln(r.w)
+	fmt.Fprintln(r.w, "The integration benchmarks time other processes: their ns/op is one iteration (an exec, a run of")
+	fmt.Fprintln(r.w, "the client, a wave) or the mean call where they say so, and B/op and allocs/op, which would only count")
+	fmt.Fprintln(r.w, "the test harness, are left out.")
+	fmt.Fprintln(r.w)
+	fmt.Fprintln(r.w, "| package | benchmark | ns/op | B/op | allocs/op | other (median) |")
+	fmt.Fprintln(r.w, "| --- | --- | ---: | ---: | ---: | --- |")
+	for _, key := range r.order {
+		res := r.results[key]
+		cell := func(u string) string {
+			if res.pkg == "integration" && u != "ns/op" {
+				return ""
+			}
+			if v, ok := res.median(u); ok {
+				return num(v)
+			}
+			return ""
+		}
+		var other []string
+		for _, u := range res.units {
+			if u == "ns/op" || u == "B/op" || u == "allocs/op" {
+				continue
+			}
+			v, _ := res.median(u)
+			other = append(other, num(v)+" "+u)
+		}
+		fmt.Fprintf(r.w, "| %s | %s | %s | %s | %s | %s |\n", res.pkg, res.name, cell("ns/op"), cell("B/op"), cell("allocs/op"), strings.Join(other, ", "))
+	}
+}
+
+// machine describes the host: kernel, CPU, cores, memory, Go, load.
+func machine(w io.Writer, loadBefore string) {
+	uname, _ := exec.Command("uname", "-srvm").Output()
+	cpu := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	mem := "?"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				mem = fmt.Sprintf("%.1f GiB", kb/(1<<20))
+			}
+		}
+	}
+	load := "?"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	goVersion, _ := exec.Command("go", "version").Output()
+	// What was measured: the commit, and whether the tree had changes.
+	rev := os.Getenv("SKILLRUN_BENCH_REV")
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); rev == "" && err == nil {
+		rev = strings.TrimSpace(string(out))
+	}
+	if rev == "" {
+		rev = "unknown"
+	}
+	fmt.Fprintf(w, "- machine: %s\n", strings.TrimSpace(string(uname)))
+	fmt.Fprintf(w, "- cpu: %s, %d cores\n", cpu, runtime.NumCPU())
+	fmt.Fprintf(w, "- memory: %s\n", mem)
+	fmt.Fprintf(w, "- go: %s\n", strings.TrimPrefix(strings.TrimSpace(string(goVersion)), "go version "))
+	fmt.Fprintf(w, "- code: %s\n", rev)
+	if loadBefore != "" {
+		fmt.Fprintf(w, "- load average (1, 5, 15 min): %s at the start, %s at the end\n", loadBefore, load)
+	}
+}
