@@ -108,6 +108,13 @@ func openDirStep(dir int, name, path string) (int, error) {
 	if err != nil {
 		return -1, openError("openat", path, err)
 	}
+	return requireDir(fd, path, "openat")
+}
+
+// requireDir keeps an O_PATH|O_NOFOLLOW fd only if it is a directory: a
+// symlink found there is refused as one, anything else is ENOTDIR. It
+// closes fd when it refuses it.
+func requireDir(fd int, path, op string) (int, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
@@ -121,7 +128,7 @@ func openDirStep(dir int, name, path string) (int, error) {
 		return -1, symlinkError(path, unix.ELOOP)
 	}
 	unix.Close(fd)
-	return -1, openError("openat", path, unix.ENOTDIR)
+	return -1, openError(op, path, unix.ENOTDIR)
 }
 
 // ignoringEINTR retries open when a signal (Go's own preemption signal

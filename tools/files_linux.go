@@ -37,20 +37,7 @@ func openDirNoFollow(path string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, openError("fstat", path, err)
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return fd, nil
-	case unix.S_IFLNK:
-		unix.Close(fd)
-		return -1, symlinkError(path, unix.ELOOP)
-	}
-	unix.Close(fd)
-	return -1, openError("open", path, unix.ENOTDIR)
+	return requireDir(fd, path, "open")
 }
 
 // pinnedParent opens the parent directory of path (openDirNoFollow) and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -33,9 +32,9 @@ denial is remembered too, so it is not asked again.`,
 		Example: "  skillrun approvals list --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := store.Open(cmd.Context(), g.root)
+			st, err := openState(cmd.Context(), g)
 			if err != nil {
-				return withCode(exitSetup, err)
+				return err
 			}
 			defer st.Close()
 			pending, err := st.PendingApprovals(cmd.Context())
@@ -54,9 +53,7 @@ denial is remembered too, so it is not asked again.`,
 				for _, a := range pending {
 					out = append(out, entry{a.ID, a.Workspace, a.Command, a.InvocationID, a.RequestedAt.UTC().Format(time.RFC3339)})
 				}
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return writeJSON(g.stdout, out)
 			}
 			if len(pending) == 0 {
 				fmt.Fprintln(g.stdout, "no commands waiting")
@@ -78,9 +75,9 @@ denial is remembered too, so it is not asked again.`,
 			Example: "  skillrun approvals " + use + " 6f1c…",
 			Args:    cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				st, err := store.Open(cmd.Context(), g.root)
+				st, err := openState(cmd.Context(), g)
 				if err != nil {
-					return withCode(exitSetup, err)
+					return err
 				}
 				defer st.Close()
 				err = st.Decide(cmd.Context(), args[0], v)

@@ -212,9 +212,7 @@ func printReplayJSON(w io.Writer, rows []store.Row) error {
 	for _, r := range rows {
 		out = append(out, jsonRow{TS: r.TS.UTC().Format(time.RFC3339Nano), Kind: r.Kind, Payload: r.Payload})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }
 
 // printReplay prints the rows as a table; times are UTC, the date once in

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -148,9 +147,7 @@ func printStatusJSON(w io.Writer, s status) error {
 			PID: a.SupervisorPID, Isolation: a.Isolation, Stale: a.stale,
 		})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }
 
 // printStatus prints a summary and a table. Times are local here, unlike

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -25,9 +24,7 @@ file or syscall that said no.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h := runtime.Probe(cmd.Context())
 			if asJSON {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(h)
+				return writeJSON(g.stdout, h)
 			}
 			yes := map[bool]string{true: "yes", false: "no"}
 			row := func(k, v string) { fmt.Fprintf(g.stdout, "%-18s %s\n", k, v) }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -31,9 +30,9 @@ a quarantined skill until an operator releases it.`,
 		Example: "  skillrun quarantine list --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := store.Open(cmd.Context(), g.root)
+			st, err := openState(cmd.Context(), g)
 			if err != nil {
-				return withCode(exitSetup, err)
+				return err
 			}
 			defer st.Close()
 			entries, err := st.QuarantineList(cmd.Context())
@@ -52,9 +51,7 @@ a quarantined skill until an operator releases it.`,
 				for _, q := range entries {
 					out = append(out, entry{q.SkillID, q.ContentHash, q.Reason, q.InvocationID, q.At.UTC().Format(time.RFC3339)})
 				}
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return writeJSON(g.stdout, out)
 			}
 			if len(entries) == 0 {
 				fmt.Fprintln(g.stdout, "no quarantined skills")
@@ -75,9 +72,9 @@ a quarantined skill until an operator releases it.`,
 		Example: "  skillrun quarantine release report",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := store.Open(cmd.Context(), g.root)
+			st, err := openState(cmd.Context(), g)
 			if err != nil {
-				return withCode(exitSetup, err)
+				return err
 			}
 			defer st.Close()
 			n, err := st.Release(cmd.Context(), args[0])

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,9 +54,7 @@ SKILL.md:LINE: field: reason.`,
 				results = append(results, v)
 			}
 			if asJSON {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(results); err != nil {
+				if err := writeJSON(g.stdout, results); err != nil {
 					return err
 				}
 			} else {
