@@ -109,6 +109,13 @@ func TestRlimitIsolation(t *testing.T) {
 	if got["as"] != "524288" || got["uid"] == "0" {
 		t.Errorf("rlimit fallback: %v", got)
 	}
+	// The operator's default changes it; a bad size is a usage error.
+	if got := lines(e.run("exec", "--isolation", "rlimit", "--max-address-space", "256MiB", dir).stdout); got["as"] != "262144" {
+		t.Errorf("--max-address-space 256MiB: %v", got)
+	}
+	if bad := e.run("exec", "--max-memory", "lots", dir); bad.code != 2 {
+		t.Errorf("--max-memory lots: exit %d: %s", bad.code, bad.stderr)
+	}
 	if !strings.Contains(r.stderr, "rlimit-only") {
 		t.Errorf("no warning about the weaker isolation:\n%s", r.stderr)
 	}

@@ -68,6 +68,9 @@ type Options struct {
 	// do the audit rows and the calls without a traceparent of their own.
 	// "" starts a new trace.
 	TraceParent string
+	// Limits are the operator's defaults (exec --max-memory …); the zero
+	// value is enforce.DefaultLimits. A skill's x-max-* may lower them.
+	Limits enforce.Limits
 	// Approvals is what happens to a Bash command no rule covers:
 	// ApprovalsDeny ("", the headless default) or ApprovalsAsk (park it for
 	// an operator, up to ApprovalWait; DESIGN §8).
@@ -327,7 +330,7 @@ func (inv *invocation) admitAndPlan(ctx context.Context) (enforce.Isolation, err
 	if err != nil {
 		return "", err
 	}
-	plan, _, err := enforce.MakePlan(s, decl, host, enforce.PlanOptions{Timeout: inv.opts.Timeout})
+	plan, _, err := enforce.MakePlan(s, decl, host, enforce.PlanOptions{Timeout: inv.opts.Timeout, Defaults: inv.opts.Limits})
 	var ld *enforce.LoaderDefect
 	if errors.As(err, &ld) {
 		inv.audit(ctx, store.KindLoaderDefect, map[string]any{"grant": ld.Grant, "reason": ld.Reason})

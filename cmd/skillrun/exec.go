@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillrun/skillrun/broker"
+	"github.com/skillrun/skillrun/enforce"
 	"github.com/skillrun/skillrun/invocation"
 	"github.com/skillrun/skillrun/runtime"
 )
@@ -92,6 +93,18 @@ signal N.`,
 	f.StringVar(&o.Approvals, "approvals", invocation.ApprovalsDeny, "a Bash command no rule covers: deny, or ask (park it until 'skillrun approvals approve|deny')")
 	f.DurationVar(&o.ApprovalWait, "approval-wait", invocation.DefaultApprovalWait, "how long a parked command waits for a verdict; then it is denied and nothing is remembered")
 	f.StringVar(&o.OnViolation, "on-violation", "deny", "a skill fault: deny, or quarantine (revoke every grant for the rest of the run and quarantine the skill)")
+	lim := enforce.DefaultLimits()
+	f.Var(sizeFlag{&lim.MemoryBytes}, "max-memory", "operator default of the memory cgroup limit (a skill's x-max-memory may lower it)")
+	f.Var(sizeFlag{&lim.AddressSpace}, "max-address-space", "operator default of RLIMIT_AS (Go, Node and JVM entrypoints need 1GiB or more)")
+	f.Int64Var(&lim.PidsMax, "max-pids", lim.PidsMax, "operator default of the pids cgroup limit (threads count)")
+	f.Int64Var(&lim.NProc, "nproc", lim.NProc, "RLIMIT_NPROC of the skill's uid")
+	f.Int64Var(&lim.NoFile, "nofile", lim.NoFile, "RLIMIT_NOFILE")
+	f.Var(sizeFlag{&lim.TmpBytes}, "tmp-size", "size of the sandbox's tmpfs /tmp")
+	// The flags fill lim while parsing; the run takes it as it ends up.
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		o.Limits = lim
+		return nil
+	}
 	f.IntVar(&o.UIDBase, "uid-base", runtime.DefaultUIDBase, "first host uid of the range handed to invocations")
 	f.StringVar(&traceparent, "traceparent", "", "W3C traceparent whose trace the invocation continues (default: env TRACEPARENT)")
 	f.IntVar(&o.UIDCount, "uid-count", runtime.DefaultUIDCount, "number of uids in that range (the most concurrent invocations)")

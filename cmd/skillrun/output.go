@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 
+	"github.com/skillrun/skillrun/skill"
 	"github.com/skillrun/skillrun/store"
 )
 
@@ -24,3 +26,27 @@ func openState(ctx context.Context, g *globals) (*store.Store, error) {
 	}
 	return st, nil
 }
+
+// sizeFlag is a byte count flag that reads 256MiB, 1GiB or a plain number.
+type sizeFlag struct{ v *int64 }
+
+func (f sizeFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return skill.FormatSize(*f.v)
+}
+
+func (f sizeFlag) Set(s string) error {
+	n, err := skill.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	if n <= 0 {
+		return fmt.Errorf("%q must be positive", s)
+	}
+	*f.v = n
+	return nil
+}
+
+func (sizeFlag) Type() string { return "size" }
