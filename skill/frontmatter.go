@@ -39,7 +39,13 @@ func splitFrontmatter(data []byte) (document, *Diagnostic) {
 		if y.Len()+len(lines[i]) > MaxFrontmatterBytes {
 			return document{}, &Diagnostic{Line: i + 1, Field: "frontmatter", Message: "frontmatter is larger than 64 KiB"}
 		}
-		y.Write(bytes.TrimSuffix(bytes.TrimSuffix(lines[i], []byte("\n")), []byte("\r")))
+		line := bytes.TrimSuffix(bytes.TrimSuffix(lines[i], []byte("\n")), []byte("\r"))
+		if bytes.IndexByte(line, '\r') >= 0 {
+			// YAML reads a lone CR as a line break and would number
+			// lines differently from the file: refuse it where it is.
+			return document{}, &Diagnostic{Line: i + 1, Field: "frontmatter", Message: "a carriage return inside a line"}
+		}
+		y.Write(line)
 		y.WriteByte('\n')
 	}
 	return document{}, &Diagnostic{Line: 1, Field: "frontmatter", Message: "the '---' frontmatter block is never closed"}

@@ -272,3 +272,10 @@ func TestManifestCloneIsDeep(t *testing.T) {
 		t.Fatalf("snapshot changed through a copy: %+v", again)
 	}
 }
+
+func TestParseLoneCarriageReturn(t *testing.T) {
+	_, diags := mustParse(t, "---\nname: x\ndescription: \"a\rb\"\n---\n")
+	if errs := errorsOf(diags); len(errs) != 1 || errs[0] != "SKILL.md:3: frontmatter: a carriage return inside a line" {
+		t.Fatalf("errors = %q", errs)
+	}
+}
