@@ -20,8 +20,9 @@ help: ## list the targets
 deps: ## install the build dependencies if missing (root on Debian/Ubuntu)
 	@scripts/provision.sh
 
-build: deps ## build bin/skillrun (cgo, -tags seccomp, static)
+build: deps ## build bin/skillrun (cgo, -tags seccomp, static) and bin/skillrun-shim (pure Go, static)
 	CGO_ENABLED=1 $(GO) build -tags "$(TAGS)" -ldflags '$(STATIC_LDFLAGS)' -o bin/skillrun ./cmd/skillrun
+	CGO_ENABLED=0 $(GO) build -o bin/skillrun-shim ./cmd/skillrun-shim
 
 demo: build ## the main job: a real skill through the real sandbox and broker (state in a temp dir)
 	./bin/skillrun doctor

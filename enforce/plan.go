@@ -7,24 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillrun/skillrun/landlock"
 	"github.com/skillrun/skillrun/skill"
 )
 
-// Fixed paths inside every sandbox.
+// Fixed paths inside every sandbox (package landlock holds them for the
+// packages that must not depend on this one).
 const (
-	// SocketPath is where the broker socket appears.
-	SocketPath = "/run/skillrun/broker.sock"
-	// ShimPath is skillrun's own static binary, the container process that
-	// applies Landlock and execs the entrypoint.
-	ShimPath = "/run/skillrun/shim"
-	// ShimConfigPath is the shim's configuration, read before Landlock.
-	ShimConfigPath = "/run/skillrun/shim.json"
-	// SkillPath is where the skill folder appears, read-only, and the
-	// entrypoint's working directory. A fixed path, not the folder's own:
-	// a declared directory holding the folder (x-allowed-files: /tmp/** with
-	// the skill under /tmp) would otherwise show the host's modes of the
-	// folders above it, and cover the skill with its own noexec mount.
-	SkillPath = "/skill"
+	SocketPath     = landlock.SocketPath
+	ShimPath       = landlock.ShimPath
+	ShimConfigPath = landlock.ShimConfigPath
+	SkillPath      = landlock.SkillPath
 )
 
 // Limits are the resource limits of one invocation: cgroup values and the
@@ -67,24 +60,10 @@ type Mount struct {
 }
 
 // FSRule is one Landlock path rule. A Dir rule covers everything beneath.
-type FSRule struct {
-	Path   string `json:"path"`
-	Dir    bool   `json:"dir"`
-	Read   bool   `json:"read"`
-	Write  bool   `json:"write"`
-	Exec   bool   `json:"exec"`
-	Origin string `json:"origin"` // "system", "skill", or the declared glob it serves
-}
+type FSRule = landlock.FSRule
 
 // LandlockPlan is the Landlock ruleset the shim applies before exec.
-type LandlockPlan struct {
-	Rules          []FSRule `json:"rules"`
-	DenyTCPBind    bool     `json:"deny_tcp_bind"`    // ABI ≥ 4
-	DenyTCPConnect bool     `json:"deny_tcp_connect"` // ABI ≥ 4
-	ScopeAbstract  bool     `json:"scope_abstract_unix"`
-	ScopeSignal    bool     `json:"scope_signal"` // ABI ≥ 6
-	HostABI        int      `json:"host_abi"`
-}
+type LandlockPlan = landlock.Plan
 
 // Plan is the grant plan: every enforced grant of one invocation, derived
 // from the declaration by the pure function MakePlan. validate prints it,

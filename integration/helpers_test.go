@@ -42,9 +42,23 @@ func TestMain(m *testing.M) {
 		fmt.Println("integration: building skillrun:", err)
 		os.Exit(1)
 	}
+	// The dedicated shim beside it, as `make build` installs them; the
+	// fallback without it has a test of its own (TestExecWithoutShimBinary).
+	if err := buildShim(filepath.Join(dir, "skillrun-shim"), "../cmd/skillrun-shim"); err != nil {
+		fmt.Println("integration: building skillrun-shim:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildShim builds cmd/skillrun-shim as `make build` does: pure Go, static.
+func buildShim(out, pkg string) error {
+	build := exec.Command("go", "build", "-o", out, pkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	return build.Run()
 }
 
 // need is one requirement a test declares through requires.

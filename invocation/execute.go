@@ -3,6 +3,7 @@ package invocation
 import (
 	"context"
 	"errors"
+	"github.com/skillrun/skillrun/internal/phase"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,10 +32,12 @@ func (inv *invocation) execute(ctx context.Context, res Result) (Result, error) 
 		return res, err
 	}
 	inv.brk = b
+	phase.Mark("broker")
 	source, err := inv.materialize(lease.UID)
 	if err != nil {
 		return res, err
 	}
+	phase.Mark("materialize")
 	sb, err := inv.startSandbox(lease.UID, source)
 	if err != nil {
 		return res, err
@@ -149,7 +152,9 @@ func (inv *invocation) startSandbox(uid int, source string) (runtime.Sandbox, er
 		if err != nil {
 			return nil, fail(OutcomeSetupFailed, ExitSetup, "locate skillrun binary: %v", err)
 		}
-		shim = exe
+		if shim, _, err = runtime.LocateShim(exe); err != nil {
+			return nil, fail(OutcomeSetupFailed, ExitSetup, "%v", err)
+		}
 	}
 	if real, err := filepath.EvalSymlinks(shim); err == nil {
 		shim = real
@@ -194,6 +199,7 @@ func (inv *invocation) supervise(ctx context.Context, sb runtime.Sandbox, b *bro
 	exited := make(chan waited, 1)
 	go func() {
 		e, err := sb.Wait()
+		phase.Mark("skill-exit")
 		exited <- waited{e, err}
 	}()
 	term, kill := time.NewTimer(inv.plan.TermAfter), time.NewTimer(inv.plan.Budget)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/skillrun/skillrun/internal/phase"
 	"io"
 	"log/slog"
 	"os"
@@ -53,7 +54,7 @@ type Options struct {
 	Strict         bool          // refuse to run with any isolation feature missing
 	AllowDegraded  bool          // run below MinLandlockABI, recording the ABI used
 	Isolation      string        // auto, container or rlimit
-	ShimBinary     string        // the static skillrun binary; empty: this executable
+	ShimBinary     string        // the shim binary; empty: skillrun-shim beside this executable, else this executable
 	UIDBase        int           // first uid of the invocation range
 	UIDCount       int           // size of the range
 	Host           enforce.Host  // what the host can enforce (runtime.Probe)
@@ -267,20 +268,25 @@ func (inv *invocation) run(ctx context.Context) (res Result, err error) {
 		// The broker stops here, so no tool-call row can follow
 		// invoked_completed.
 		inv.cleanup()
+		phase.Mark("cleanup")
 		inv.finish(&res, err)
+		phase.Mark("finish")
 	}()
 	if err := inv.load(ctx); err != nil {
 		return res, err
 	}
+	phase.Mark("load")
 	res.SkillID = inv.snap.ID()
 	isolation, err := inv.admitAndPlan(ctx)
 	if err != nil {
 		return res, err
 	}
+	phase.Mark("admit+plan")
 	res.Isolation = isolation
 	if err := inv.begin(ctx, isolation); err != nil {
 		return res, err
 	}
+	phase.Mark("begin")
 	return inv.execute(ctx, res)
 }
 

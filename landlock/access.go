@@ -5,8 +5,6 @@ import (
 
 	golandlock "github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
-
-	"github.com/skillrun/skillrun/enforce"
 )
 
 // Result is what Restrict really enforced, to be recorded on the invocation.
@@ -59,7 +57,7 @@ const (
 // fsAccess is the access a plan rule grants at abi on a directory (the
 // whole tree beneath) or on a single file, restricted to what abi handles.
 // A Dir rule on a file gets the file rights only.
-func fsAccess(r enforce.FSRule, isDir bool, abi int) golandlock.AccessFSSet {
+func fsAccess(r FSRule, isDir bool, abi int) golandlock.AccessFSSet {
 	var a golandlock.AccessFSSet
 	switch {
 	case r.Read && isDir:
@@ -83,7 +81,7 @@ func fsAccess(r enforce.FSRule, isDir bool, abi int) golandlock.AccessFSSet {
 // No rule is ever added for them, so handling one denies it on every port.
 // UDP (ABI ≥ 10) is left alone: the plan does not ask for it, and the
 // sandbox's network namespace has only loopback.
-func netAccess(p enforce.LandlockPlan, abi int) golandlock.AccessNetSet {
+func netAccess(p Plan, abi int) golandlock.AccessNetSet {
 	var a golandlock.AccessNetSet
 	if p.DenyTCPBind {
 		a |= llsys.AccessNetBindTCP
@@ -95,7 +93,7 @@ func netAccess(p enforce.LandlockPlan, abi int) golandlock.AccessNetSet {
 }
 
 // scopes is the set of IPC scopes the plan asks for that abi can handle.
-func scopes(p enforce.LandlockPlan, abi int) golandlock.ScopedSet {
+func scopes(p Plan, abi int) golandlock.ScopedSet {
 	var s golandlock.ScopedSet
 	if p.ScopeAbstract {
 		s |= llsys.ScopeAbstractUnixSocket
@@ -108,7 +106,7 @@ func scopes(p enforce.LandlockPlan, abi int) golandlock.ScopedSet {
 
 // unenforced names what the plan would deny (with the rights skillrun
 // handles at its newest ABI) but abi cannot restrict.
-func unenforced(p enforce.LandlockPlan, abi int) []string {
+func unenforced(p Plan, abi int) []string {
 	var out []string
 	fs := abiConfig(abi).HandledAccessFS
 	if abi <= 0 {
@@ -142,8 +140,8 @@ func unenforced(p enforce.LandlockPlan, abi int) []string {
 // Granted is what the rules grant on path: Landlock allows an access when
 // any rule on path itself or, for Dir rules, on a directory above it
 // allows it. The result's Path is path; Dir is unset.
-func Granted(rules []enforce.FSRule, path string) enforce.FSRule {
-	g := enforce.FSRule{Path: path}
+func Granted(rules []FSRule, path string) FSRule {
+	g := FSRule{Path: path}
 	for _, r := range rules {
 		if r.Path == path || (r.Dir && beneath(r.Path, path)) {
 			g.Read = g.Read || r.Read

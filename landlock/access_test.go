@@ -6,8 +6,6 @@ import (
 
 	golandlock "github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-
-	"github.com/skillrun/skillrun/enforce"
 )
 
 func TestFSAccess(t *testing.T) {
@@ -21,12 +19,12 @@ func TestFSAccess(t *testing.T) {
 			ll.AccessFSMakeSock | ll.AccessFSRemoveFile | ll.AccessFSRemoveDir
 		refer = ll.AccessFSRefer
 	)
-	ro := enforce.FSRule{Read: true}
-	rx := enforce.FSRule{Read: true, Exec: true}
-	rw := enforce.FSRule{Read: true, Write: true}
+	ro := FSRule{Read: true}
+	rx := FSRule{Read: true, Exec: true}
+	rw := FSRule{Read: true, Write: true}
 	for _, tc := range []struct {
 		name  string
-		rule  enforce.FSRule
+		rule  FSRule
 		isDir bool
 		abi   int
 		want  golandlock.AccessFSSet
@@ -34,14 +32,14 @@ func TestFSAccess(t *testing.T) {
 		{"read file", ro, false, 7, rd},
 		{"read dir", ro, true, 7, rdir},
 		{"read+exec dir", rx, true, 7, rdir | x},
-		{"exec only file", enforce.FSRule{Exec: true}, false, 7, x},
+		{"exec only file", FSRule{Exec: true}, false, 7, x},
 		{"write file", rw, false, 7, rd | w | tr},
 		{"write dir", rw, true, 7, rdir | w | tr | make | refer},
 		{"write dir ABI 3 has truncate", rw, true, 3, rdir | w | tr | make | refer},
 		{"write dir ABI 2 has no truncate", rw, true, 2, rdir | w | make | refer},
 		{"write dir ABI 1 has no refer", rw, true, 1, rdir | w | make},
-		{"dir rule on a file gets file rights", enforce.FSRule{Dir: true, Read: true, Write: true}, false, 7, rd | w | tr},
-		{"no rights", enforce.FSRule{Dir: true}, true, 7, 0},
+		{"dir rule on a file gets file rights", FSRule{Dir: true, Read: true, Write: true}, false, 7, rd | w | tr},
+		{"no rights", FSRule{Dir: true}, true, 7, 0},
 		{"ABI 0 handles nothing", rw, true, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,7 +53,7 @@ func TestFSAccess(t *testing.T) {
 // TestNeverGranted pins the rights no rule ever grants, at any ABI.
 func TestNeverGranted(t *testing.T) {
 	never := golandlock.AccessFSSet(ll.AccessFSMakeChar | ll.AccessFSMakeBlock | ll.AccessFSIoctlDev | ll.AccessFSResolveUnix)
-	all := enforce.FSRule{Dir: true, Read: true, Write: true, Exec: true}
+	all := FSRule{Dir: true, Read: true, Write: true, Exec: true}
 	for abi := 0; abi <= maxABI+1; abi++ {
 		for _, isDir := range []bool{false, true} {
 			if got := fsAccess(all, isDir, abi); got&never != 0 {
@@ -66,7 +64,7 @@ func TestNeverGranted(t *testing.T) {
 }
 
 func TestNetAndScopes(t *testing.T) {
-	full := enforce.LandlockPlan{DenyTCPBind: true, DenyTCPConnect: true, ScopeAbstract: true, ScopeSignal: true}
+	full := Plan{DenyTCPBind: true, DenyTCPConnect: true, ScopeAbstract: true, ScopeSignal: true}
 	for _, tc := range []struct {
 		abi    int
 		net    golandlock.AccessNetSet
@@ -90,16 +88,16 @@ func TestNetAndScopes(t *testing.T) {
 			t.Errorf("ABI %d: unenforced = %q, want %q", tc.abi, got, tc.unenf)
 		}
 	}
-	if got := netAccess(enforce.LandlockPlan{DenyTCPConnect: true}, 7); got != ll.AccessNetConnectTCP {
+	if got := netAccess(Plan{DenyTCPConnect: true}, 7); got != ll.AccessNetConnectTCP {
 		t.Errorf("connect only: netAccess = %v", got)
 	}
-	if got := scopes(enforce.LandlockPlan{ScopeSignal: true}, 7); got != ll.ScopeSignal {
+	if got := scopes(Plan{ScopeSignal: true}, 7); got != ll.ScopeSignal {
 		t.Errorf("signal only: scopes = %v", got)
 	}
 }
 
 func TestGranted(t *testing.T) {
-	rules := []enforce.FSRule{
+	rules := []FSRule{
 		{Path: "/usr", Dir: true, Read: true, Exec: true},
 		{Path: "/skills/report", Dir: true, Read: true, Exec: true},
 		{Path: "/data/a.csv", Read: true, Write: true},
@@ -126,7 +124,7 @@ func TestGranted(t *testing.T) {
 			t.Errorf("Granted(%s) = %+v, want read=%v write=%v exec=%v", tc.path, g, tc.read, tc.w, tc.exec)
 		}
 	}
-	if g := Granted([]enforce.FSRule{{Path: "/", Dir: true, Read: true}}, "/etc/passwd"); !g.Read {
+	if g := Granted([]FSRule{{Path: "/", Dir: true, Read: true}}, "/etc/passwd"); !g.Read {
 		t.Errorf("a rule on / covers everything: %+v", g)
 	}
 }

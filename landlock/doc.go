@@ -4,7 +4,7 @@
 //
 // [ABI] asks the kernel which Landlock ABI it speaks, for `skillrun doctor`
 // (through runtime.Probe) and for the shim. [Restrict] applies a grant
-// plan's enforce.LandlockPlan to the calling process and returns a [Result]
+// plan's Plan to the calling process and returns a [Result]
 // saying what was really enforced, to be recorded on the invocation.
 // [Granted] tells what a set of rules grants on one path.
 //
@@ -12,7 +12,7 @@
 //
 // A Landlocked thread can no longer mount, so Landlock cannot run inside
 // libcontainer's init. The container process is instead skillrun's own small
-// shim (runtime.ShimMain): it restricts itself, every thread at once, and
+// shim (landlock/shim, shim.Main): it restricts itself, every thread at once, and
 // then starts the exec stage, which inherits the domain across fork and
 // execve and execs the entrypoint.
 //

@@ -12,8 +12,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/skillrun/skillrun/enforce"
 )
 
 // tree is a small file system the restricted children act on.
@@ -24,7 +22,7 @@ type tree struct {
 // newTree builds the fixture and the plan that confines a child to it:
 // read+exec on /usr, read on ro/ and on one file, read+write on rw/, read
 // but no exec on noexec/, nothing on out/ and on the file's sibling.
-func newTree(t *testing.T) (tree, enforce.LandlockPlan) {
+func newTree(t *testing.T) (tree, Plan) {
 	t.Helper()
 	root := t.TempDir()
 	tr := tree{
@@ -51,8 +49,8 @@ func newTree(t *testing.T) (tree, enforce.LandlockPlan) {
 	if err := os.Mkdir(filepath.Join(tr.rw, "b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan := enforce.LandlockPlan{
-		Rules: []enforce.FSRule{
+	plan := Plan{
+		Rules: []FSRule{
 			{Path: "/usr", Dir: true, Read: true, Exec: true},
 			{Path: "/etc/ld.so.cache", Read: true},
 			{Path: "/dev/null", Read: true, Write: true},
@@ -121,9 +119,9 @@ func TestRestrictResult(t *testing.T) {
 	requires(t, landlockABI(6))
 	tr, plan := newTree(t)
 	plan.Rules = append(plan.Rules,
-		enforce.FSRule{Path: filepath.Join(tr.root, "missing"), Dir: true, Read: true},
-		enforce.FSRule{Path: "/nonexistent/x", Read: true},
-		enforce.FSRule{Path: tr.out, Dir: true}) // no rights: not a rule
+		FSRule{Path: filepath.Join(tr.root, "missing"), Dir: true, Read: true},
+		FSRule{Path: "/nonexistent/x", Read: true},
+		FSRule{Path: tr.out, Dir: true}) // no rights: not a rule
 	o := runRestricted(t, probe{Plan: plan, MinABI: 6, Action: "read", Arg: filepath.Join(tr.ro, "f.txt")}, nil)
 	abi, kernel, _ := usableABI()
 	want := Result{ABI: abi, KernelABI: kernel, Rules: 7, Skipped: 2, Net: true, Scoped: true,
@@ -147,16 +145,16 @@ func TestRestrictBadRules(t *testing.T) {
 	tr, _ := newTree(t)
 	for _, tc := range []struct {
 		name string
-		rule enforce.FSRule
+		rule FSRule
 		is   string
 	}{
-		{"file rule names a directory", enforce.FSRule{Path: tr.ro, Read: true}, "ErrRuleType"},
-		{"relative path", enforce.FSRule{Path: "usr", Dir: true, Read: true}, "ErrBadRule"},
-		{"unclean path", enforce.FSRule{Path: "/usr/../etc", Dir: true, Read: true}, "ErrBadRule"},
+		{"file rule names a directory", FSRule{Path: tr.ro, Read: true}, "ErrRuleType"},
+		{"relative path", FSRule{Path: "usr", Dir: true, Read: true}, "ErrBadRule"},
+		{"unclean path", FSRule{Path: "/usr/../etc", Dir: true, Read: true}, "ErrBadRule"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			plan := enforce.LandlockPlan{Rules: []enforce.FSRule{tc.rule}}
+			plan := Plan{Rules: []FSRule{tc.rule}}
 			o := runRestricted(t, probe{Plan: plan, MinABI: 1, Action: "read", Arg: filepath.Join(tr.out, "secret.txt")}, nil)
 			if !slices.Contains(o.RestrictIs, tc.is) {
 				t.Fatalf("Restrict error %q matches %q, want %s", o.RestrictEr, o.RestrictIs, tc.is)
@@ -199,7 +197,7 @@ func TestRestrictNetwork(t *testing.T) {
 	open.DenyTCPBind, open.DenyTCPConnect = false, false
 	for _, tc := range []struct {
 		name   string
-		plan   enforce.LandlockPlan
+		plan   Plan
 		action string
 		arg    string
 		errno  int
@@ -231,7 +229,7 @@ func TestRestrictScopes(t *testing.T) {
 	unscoped.ScopeAbstract, unscoped.ScopeSignal = false, false
 	for _, tc := range []struct {
 		name   string
-		plan   enforce.LandlockPlan
+		plan   Plan
 		action string
 		arg    string
 		errno  int

@@ -9,8 +9,6 @@ import (
 	golandlock "github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
-
-	"github.com/skillrun/skillrun/enforce"
 )
 
 // kernelABI asks the kernel for its ABI; tests replace it to play an older
@@ -19,7 +17,7 @@ var kernelABI = ABI
 
 // brokerSockets are the pathname sockets the skill may connect to once
 // resolve_unix is handled (ABI ≥ 9): the broker is its one channel out.
-var brokerSockets = []string{enforce.SocketPath}
+var brokerSockets = []string{SocketPath}
 
 // Restrict confines the calling process, every thread of it and every
 // process it starts afterwards, to plan, with the newest Landlock ABI the
@@ -35,7 +33,7 @@ var brokerSockets = []string{enforce.SocketPath}
 // Rules whose path does not exist are skipped and counted. Restrict never
 // uses go-landlock's best-effort mode: the ABI comes from the kernel
 // itself, and go-landlock is asked for exactly that.
-func Restrict(plan enforce.LandlockPlan, minABI int, allowDegraded bool) (Result, error) {
+func Restrict(plan Plan, minABI int, allowDegraded bool) (Result, error) {
 	abi, kernel, err := usableABI()
 	if need := max(minABI, 1); abi < need && !allowDegraded {
 		if err != nil {
@@ -97,7 +95,7 @@ func usableABI() (abi, kernel int, err error) {
 // so the rule lands on the very inode whose type was checked here, not on
 // whatever the path names a moment later. closeFDs must be called once the
 // ruleset is built.
-func pathRules(plan []enforce.FSRule, abi int, res *Result) (rules []golandlock.Rule, closeFDs func(), err error) {
+func pathRules(plan []FSRule, abi int, res *Result) (rules []golandlock.Rule, closeFDs func(), err error) {
 	var fds []int
 	closeFDs = func() {
 		for _, fd := range fds {
@@ -107,7 +105,7 @@ func pathRules(plan []enforce.FSRule, abi int, res *Result) (rules []golandlock.
 	if err := unix.Access("/proc/self/fd", unix.F_OK); err != nil {
 		return nil, closeFDs, fmt.Errorf("landlock rules: /proc/self/fd: %w (is /proc mounted?)", err)
 	}
-	add := func(r enforce.FSRule, onlyRights golandlock.AccessFSSet) error {
+	add := func(r FSRule, onlyRights golandlock.AccessFSSet) error {
 		fd, isDir, err := openPath(r.Path)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			res.Skipped++
@@ -146,7 +144,7 @@ func pathRules(plan []enforce.FSRule, abi int, res *Result) (rules []golandlock.
 			if err := unix.Access(s, unix.F_OK); err != nil {
 				continue // no broker in this sandbox (tests, a skill without tools)
 			}
-			if err := add(enforce.FSRule{Path: s}, resolve); err != nil {
+			if err := add(FSRule{Path: s}, resolve); err != nil {
 				return nil, closeFDs, err
 			}
 		}

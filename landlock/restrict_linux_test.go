@@ -16,8 +16,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/skillrun/skillrun/enforce"
 )
 
 // A Landlock domain cannot be left, so every test that restricts does it in
@@ -28,7 +26,7 @@ const probeEnv = "SKILLRUN_LANDLOCK_PROBE"
 
 // probe is one child's task: Restrict, then one action.
 type probe struct {
-	Plan      enforce.LandlockPlan
+	Plan      Plan
 	MinABI    int
 	Degraded  bool
 	FakeABI   int // > 0: play a kernel of this ABI

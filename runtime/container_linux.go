@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skillrun/skillrun/internal/phase"
+	"github.com/skillrun/skillrun/landlock/shim"
+	"github.com/skillrun/skillrun/seccomp"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -80,9 +83,11 @@ func (s *container) Start() (err error) {
 	if err != nil {
 		return err
 	}
+	phase.Mark("container-config")
 	if s.c, err = libcontainer.Create(s.spec.ContainerDir, s.spec.InvocationID, cfg); err != nil {
 		return fmt.Errorf("create container: %w", err)
 	}
+	phase.Mark("container-create")
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("status pipe: %w", err)
@@ -113,10 +118,17 @@ func (s *container) Start() (err error) {
 	if err != nil {
 		return fmt.Errorf("start container: %w", err)
 	}
+	phase.Mark("container-init")
 	if pid, err := s.proc.Pid(); err == nil {
 		s.pid = pid
 	}
-	return s.readStatus(statusR)
+	defer phase.Mark("shim-ready")
+	if err := s.readStatus(statusR); err != nil {
+		return err
+	}
+	// Checked from outside as well: the kernel's word that the shim, and
+	// so the skill it started, runs under a seccomp filter.
+	return checkSeccompMode(s.pid)
 }
 
 // readStatus reads the entrypoint shim's report and records the ABI.
@@ -136,15 +148,35 @@ func readStatusLine(r *os.File, rd *bufio.Reader, abi *int) error {
 	if err != nil {
 		return fmt.Errorf("shim status: %w (the shim exited or hung before confining the skill)", err)
 	}
-	var st ShimStatus
+	var st shim.Status
 	if err := json.Unmarshal(line, &st); err != nil {
 		return fmt.Errorf("shim status %q: %w", line, err)
 	}
 	if st.Error != "" {
 		return fmt.Errorf("shim: %s: %s", st.Step, st.Error)
 	}
+	if !st.Seccomp {
+		return fmt.Errorf("shim status %q: the shim did not report its seccomp filter loaded", line)
+	}
 	if abi != nil {
 		*abi = st.LandlockABI
+	}
+	return nil
+}
+
+// checkSeccompMode requires the process pid to be in seccomp filter mode
+// (Seccomp: 2 in /proc/PID/status).
+func checkSeccompMode(pid int) error {
+	if pid <= 0 {
+		return errors.New("seccomp check: the shim's pid is unknown")
+	}
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("seccomp check: %w", err)
+	}
+	if mode, ok := statusField(string(data), "Seccomp"); !ok || mode != "2" {
+		return fmt.Errorf("seccomp check: %s says Seccomp %q, want 2 (filter mode)", path, mode)
 	}
 	return nil
 }
@@ -180,9 +212,10 @@ func (s *container) writeShimConfig() (string, error) {
 
 // shimConfig is the shim's configuration for the entrypoint; Exec reuses it
 // for commands run into the sandbox, with another argv.
-func (s *container) shimConfig() ShimConfig {
+func (s *container) shimConfig() shim.Config {
 	p := s.spec.Plan
-	return ShimConfig{
+	return shim.Config{
+		Protocol:       shim.Protocol,
 		Entrypoint:     p.Entrypoint,
 		Args:           s.spec.Args,
 		Env:            s.spec.Env(enforce.SocketPath),
@@ -191,6 +224,7 @@ func (s *container) shimConfig() ShimConfig {
 		GID:            s.spec.GID,
 		Landlock:       p.Landlock,
 		MinLandlockABI: s.spec.MinLandlockABI,
+		Seccomp:        seccomp.Program(),
 		AllowDegraded:  s.spec.AllowDegraded,
 		Rlimits:        Rlimits(p.Limits),
 	}
@@ -223,7 +257,7 @@ func (s *container) endSignal() os.Signal {
 	if err != nil {
 		return nil
 	}
-	var st ShimStatus
+	var st shim.Status
 	if json.Unmarshal(line, &st) != nil || !st.Ended || st.Signal <= 0 {
 		return nil
 	}
@@ -278,6 +312,7 @@ func (s *container) Destroy() error {
 		_ = c.Signal(unix.SIGKILL)
 		errs = append(errs, c.Destroy())
 	}
+	phase.Mark("container-destroy")
 	errs = append(errs, os.RemoveAll(s.spec.StateDir))
 	return errors.Join(errs...)
 }

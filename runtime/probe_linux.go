@@ -53,11 +53,14 @@ var usernsSysctls = []struct {
 }
 
 // probe measures the Linux facts; Probe then decides the isolation level.
-func probe(ctx context.Context) enforce.Host {
+// userns says whether to start the user-namespace child.
+func probe(ctx context.Context, userns bool) enforce.Host {
 	h := enforce.Host{OS: "linux", Root: os.Geteuid() == 0}
 	probeKernel(&h)
 	probeNamespaces(&h)
-	probeUserNamespaces(ctx, &h)
+	if userns {
+		probeUserNamespaces(ctx, &h)
+	}
 	mode := probeSeccomp(&h)
 	probeLandlock(&h, mode)
 	probeCgroups(&h)

@@ -134,3 +134,20 @@ func BenchmarkProbe(b *testing.B) {
 		Probe(b.Context())
 	}
 }
+
+// TestProbeForExecAsRoot: exec's probe skips the user-namespace child as
+// root, and so must reach the same verdict as the full probe without it.
+func TestProbeForExecAsRoot(t *testing.T) {
+	requires(t, root)
+	full, quick := Probe(t.Context()), ProbeForExec(t.Context())
+	if quick.Isolation != full.Isolation {
+		t.Errorf("ProbeForExec isolation = %s, Probe = %s", quick.Isolation, full.Isolation)
+	}
+	if quick.UserNamespaces {
+		t.Errorf("ProbeForExec as root reports user namespaces, which it must not have probed")
+	}
+	if !slices.Equal(quick.Namespaces, full.Namespaces) || quick.LandlockABI != full.LandlockABI ||
+		quick.Seccomp != full.Seccomp || !slices.Equal(quick.CgroupControllers, full.CgroupControllers) {
+		t.Errorf("ProbeForExec = %+v\nProbe = %+v: every fact but user namespaces must agree", quick, full)
+	}
+}

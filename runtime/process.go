@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skillrun/skillrun/landlock/shim"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,7 +49,8 @@ func (p *process) Start() error {
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return fmt.Errorf("%w: entrypoint %s outside the skill folder", ErrSetup, plan.Entrypoint)
 	}
-	spec, err := json.Marshal(execSpec{
+	spec, err := json.Marshal(shim.ExecSpec{
+		Protocol:   shim.Protocol,
 		Entrypoint: filepath.Join(p.spec.SkillSource, rel),
 		Args:       p.spec.Args,
 		Env:        p.spec.Env(p.spec.SocketPath),
@@ -112,7 +114,7 @@ func (p *process) Exec(ctx context.Context, req ExecRequest) (Exit, error) {
 	if dir == "" || dir == enforce.SkillPath {
 		dir = p.spec.SkillSource
 	}
-	spec, err := json.Marshal(execSpec{Entrypoint: req.Argv[0], Args: req.Argv[1:],
+	spec, err := json.Marshal(shim.ExecSpec{Protocol: shim.Protocol, Entrypoint: req.Argv[0], Args: req.Argv[1:],
 		Env: p.spec.Env(p.spec.SocketPath), Dir: dir, Rlimits: Rlimits(p.spec.Plan.Limits)})
 	if err != nil {
 		return Exit{}, err

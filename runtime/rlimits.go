@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"github.com/skillrun/skillrun/landlock/shim"
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/enforce"
@@ -9,9 +10,9 @@ import (
 // Rlimits are the per-skill rlimits the exec stage applies just before
 // execve (DESIGN §4). RLIMIT_AS comes last: earlier it would break the Go
 // runtime of libcontainer's init and of the shim (HOST-NOTES).
-func Rlimits(l enforce.Limits) []Rlimit {
+func Rlimits(l enforce.Limits) []shim.Rlimit {
 	u := func(v int64) uint64 { return uint64(max(v, 0)) }
-	return []Rlimit{
+	return []shim.Rlimit{
 		{Name: "RLIMIT_NPROC", Resource: unix.RLIMIT_NPROC, Soft: u(l.NProc), Hard: u(l.NProc)},
 		{Name: "RLIMIT_NOFILE", Resource: unix.RLIMIT_NOFILE, Soft: u(l.NoFile), Hard: u(l.NoFile)},
 		{Name: "RLIMIT_CORE", Resource: unix.RLIMIT_CORE, Soft: u(l.CoreBytes), Hard: u(l.CoreBytes)},

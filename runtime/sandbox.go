@@ -20,7 +20,7 @@ type Spec struct {
 	StateDir     string   // per-invocation directory for rootfs and shim config
 	ContainerDir string   // libcontainer's state root, shared by invocations
 	UID, GID     int      // the invocation's own unprivileged ids
-	ShimBinary   string   // host path of the static skillrun binary
+	ShimBinary   string   // host path of the static shim binary (skillrun-shim, or skillrun itself)
 	SkillSource  string   // host copy of the skill tree that appears at enforce.SkillPath
 
 	MinLandlockABI int  // fail closed below this Landlock ABI…

@@ -61,6 +61,8 @@ func TestGolden(t *testing.T) {
 			fmt.Sprintf("%d instructions:\n", len(prog)/8) +
 			"# index: code jt jf k, the instruction, what it compares or returns.\n" + render(t, prog),
 		"filter.pfc.golden": header + "# libseccomp's pseudo code for the same rules, without runc's ENOSYS stub.\n" + p,
+		// Not a test file: the program the shim loads (Program).
+		"../program.bpf": string(prog),
 	}
 	for name, got := range files {
 		path := filepath.Join("testdata", name)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/skillrun/skillrun/internal/phase"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,10 +62,14 @@ signal N.`,
 			defer g.shutdownTelemetry(cmd.Context(), tel)
 			o.Telemetry = tel
 			o.Root = g.root
-			o.Host = runtime.Probe(cmd.Context())
+			phase.Mark("setup")
+			o.Host = runtime.ProbeForExec(cmd.Context())
+			phase.Mark("probe")
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = g.stdin, g.stdout, g.stderr, g.log
 			o.Started = func(id string) { fmt.Fprintf(g.stderr, "invocation %s\n", id) }
 			res, err := invocation.Run(cmd.Context(), o)
+			phase.Mark("run")
+			defer phase.Report(g.stderr)
 			var ie *invocation.Error
 			if errors.As(err, &ie) {
 				return withCode(ie.ExitCode, ie)

@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/landlock/shim"
 )
 
 func main() {
@@ -17,9 +17,9 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "__shim":
-			os.Exit(runtime.ShimMain(os.Args[2:]))
+			os.Exit(shim.Main(os.Args[2:]))
 		case "__exec":
-			os.Exit(runtime.ExecStageMain(os.Args[2:]))
+			os.Exit(shim.ExecStageMain(os.Args[2:]))
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

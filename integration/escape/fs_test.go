@@ -299,9 +299,11 @@ attempt("rename_entrypoint_in", lambda: os.rename("/skill/main", D + "/main"))
 		"link_broker_socket": "EXDEV", "link_root_only": "EPERM", "linkat_empty_path_shim": "EXDEV",
 		"linkat_proc_fd_shim": "EXDEV", "rename_entrypoint_in": "EXDEV",
 	})
-	var st syscall.Stat_t
-	if err := syscall.Stat(skillrunBin, &st); err == nil && st.Nlink != 1 {
-		t.Errorf("the host's skillrun binary has %d links", st.Nlink)
+	for _, bin := range []string{skillrunBin, shimBin} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(bin, &st); err == nil && st.Nlink != 1 {
+			t.Errorf("the host's %s has %d links", bin, st.Nlink)
+		}
 	}
 	ents, _ := os.ReadDir(data)
 	var names []string

@@ -30,6 +30,17 @@ import (
 // binary case 1 tries to overwrite.
 var skillrunBin string
 
+// shimBin is the skillrun-shim beside it: the binary every sandbox runs as
+// pid 1 and exec stage, at /run/skillrun/shim (empty file name when a
+// prebuilt skillrun came without one: skillrun then plays the shim).
+var shimBin string
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // uidBase is the first host uid of the range the corpus's invocations get
 // (uidCount wide). It is not the default 200000, and it is drawn anew for
 // each run of the corpus, so that the fork bomb's RLIMIT_NPROC (which
@@ -54,10 +65,16 @@ func TestMain(m *testing.M) {
 	// searchable by others.
 	os.Chmod(dir, 0o755)
 	skillrunBin = filepath.Join(dir, "skillrun")
+	shimBin = filepath.Join(dir, "skillrun-shim")
 	if prebuilt := os.Getenv("SKILLRUN_ESCAPE_BIN"); prebuilt != "" {
 		// A static binary built elsewhere (say, of another revision),
 		// copied so that case 1's hash is of a file no one else writes.
-		if err := copyFile(prebuilt, skillrunBin); err != nil {
+		// Its skillrun-shim, when it has one beside it, comes along.
+		err := copyFile(prebuilt, skillrunBin)
+		if shim := filepath.Join(filepath.Dir(prebuilt), "skillrun-shim"); err == nil && fileExists(shim) {
+			err = copyFile(shim, shimBin)
+		}
+		if err != nil {
 			fmt.Println("escape: SKILLRUN_ESCAPE_BIN:", err)
 			os.RemoveAll(dir)
 			os.Exit(1)
@@ -66,7 +83,15 @@ func TestMain(m *testing.M) {
 		build := exec.Command("go", "build", "-tags", "seccomp netgo osusergo",
 			"-ldflags", `-linkmode external -extldflags "-static"`, "-o", skillrunBin, "../../cmd/skillrun")
 		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
+		err := build.Run()
+		if err == nil {
+			// The sandbox's pid 1 and exec stage, as `make build` installs it.
+			shim := exec.Command("go", "build", "-o", shimBin, "../../cmd/skillrun-shim")
+			shim.Env = append(os.Environ(), "CGO_ENABLED=0")
+			shim.Stdout, shim.Stderr = os.Stdout, os.Stderr
+			err = shim.Run()
+		}
+		if err != nil {
 			fmt.Println("escape: building skillrun:", err)
 			os.RemoveAll(dir)
 			os.Exit(1)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skillrun/skillrun/landlock/shim"
 )
 
 // Case 1, runc CVE-2019-5736: the skill opens the binary that started it
@@ -23,6 +25,10 @@ func TestEscapeRuncOverwriteExe(t *testing.T) {
 		t.Skipf("needs /usr/bin/python3: %v", err)
 	}
 	binBefore, pyBefore := fileHash(t, skillrunBin), fileHash(t, python)
+	shimBefore := ""
+	if fileExists(shimBin) {
+		shimBefore = fileHash(t, shimBin)
+	}
 	dir := e.skill("esc-runc-exe", "", py+`
 W = os.O_WRONLY
 def reopen(path, flags):
@@ -63,6 +69,11 @@ attempt("shim_rename", lambda: os.rename("/run/skillrun/shim", "/run/skillrun/sh
 	})
 	if got := fileHash(t, skillrunBin); got != binBefore {
 		t.Errorf("the host's skillrun binary changed: %s -> %s", binBefore, got)
+	}
+	if shimBefore != "" {
+		if got := fileHash(t, shimBin); got != shimBefore {
+			t.Errorf("the host's skillrun-shim binary changed: %s -> %s", shimBefore, got)
+		}
 	}
 	if got := fileHash(t, python); got != pyBefore {
 		t.Errorf("the host's %s changed", python)
@@ -277,20 +288,23 @@ out("opened", ",".join(opened))
 	t.Logf("processes of another uid seen during the Bash call: %s", got["foreign_seen"])
 }
 
-// 26+: the shim is skillrun's own binary and is executable inside the
-// sandbox (it re-executes itself as the exec stage). The skill execs it
+// 26+: the shim (skillrun-shim, or skillrun itself) is executable inside
+// the sandbox (it re-executes itself as the exec stage). The skill execs it
 // again with configs of its own: as uid 0 (refused by the config check),
 // as uid 1 (setuid needs a capability the skill lacks; the shim's Go
 // threads usually meet RLIMIT_NPROC first, and fork fails with EAGAIN),
 // and the exec stage alone with its rlimits raised. Each exits 125 naming
 // why, and the entrypoint (`id`) never runs.
 func TestEscapeShimReexec(t *testing.T) {
+	// A filter that allows everything: the sandbox's own stays in force,
+	// as seccomp filters only ever stack.
+	const allowAll = "BgAAAAAA/38=" // BPF_RET|BPF_K SECCOMP_RET_ALLOW
 	cfg := func(uid int) string {
-		return fmt.Sprintf(`{"entrypoint": "/usr/bin/id", "args": [], "env": [], "dir": "/skill", "uid": %d, "gid": %d, `+
-			`"landlock": {"rules": [{"path": "/", "dir": true, "read": true, "exec": true}]}, "min_landlock_abi": 1, "rlimits": []}`, uid, uid)
+		return fmt.Sprintf(`{"protocol": %d, "entrypoint": "/usr/bin/id", "args": [], "env": [], "dir": "/skill", "uid": %d, "gid": %d, `+
+			`"landlock": {"rules": [{"path": "/", "dir": true, "read": true, "exec": true}]}, "min_landlock_abi": 1, "rlimits": [], "seccomp": "%s"}`, shim.Protocol, uid, uid, allowAll)
 	}
-	raise := `{"entrypoint": "/usr/bin/id", "args": [], "env": [], "dir": "/skill", ` +
-		`"rlimits": [{"name": "RLIMIT_NPROC", "resource": 6, "soft": 100000, "hard": 100000}]}`
+	raise := fmt.Sprintf(`{"protocol": %d, "entrypoint": "/usr/bin/id", "args": [], "env": [], "dir": "/skill", `+
+		`"rlimits": [{"name": "RLIMIT_NPROC", "resource": 6, "soft": 100000, "hard": 100000}]}`, shim.Protocol)
 	cases := []struct {
 		name, stage, config string
 		why                 []string // one of these

@@ -1,8 +1,9 @@
-package runtime
+package shim
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +18,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/skillrun/skillrun/enforce"
 	"github.com/skillrun/skillrun/landlock"
 )
 
@@ -31,7 +31,7 @@ func init() {
 
 const shimConfigEnv = "SKILLRUN_SHIM_TEST_CONFIG"
 
-// TestShimProcess is the shim side of runShim. It calls ShimMain from a
+// TestShimProcess is the shim side of runShim. It calls Main from a
 // test, not from init as "__exec" is: during init Go pins the goroutine to
 // the main thread, which would hide the thread a real shim runs on.
 func TestShimProcess(t *testing.T) {
@@ -51,7 +51,7 @@ func TestShimProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	os.Exit(ShimMain([]string{config}))
+	os.Exit(Main([]string{config}))
 }
 
 // The unprivileged ids the tests switch to, as the supervisor would.
@@ -129,7 +129,8 @@ func runExecStage(t *testing.T, exe string, spec string, asRoot bool) (stdout, s
 
 func TestExecStageLimitsAndDescriptors(t *testing.T) {
 	dir, exe := shimTestDir(t)
-	spec, _ := json.Marshal(execSpec{
+	spec, _ := json.Marshal(ExecSpec{
+		Protocol:   Protocol,
 		Entrypoint: "/bin/sh",
 		Args:       []string{"-c", `cat /proc/self/limits; echo fds $(ls /proc/self/fd); pwd; echo "$FOO-${HOME:-nohome}"`},
 		Env:        []string{"FOO=bar"},
@@ -178,7 +179,7 @@ func TestExecStageFailures(t *testing.T) {
 	shimWriteFile(t, filepath.Join(dir, "plain"), "echo hi\n", 0o644)
 	shimWriteFile(t, filepath.Join(dir, "nointerp"), "#!/nonexistent/interpreter\n", 0o755)
 	spec := func(entry string) string {
-		b, _ := json.Marshal(execSpec{Entrypoint: entry, Dir: dir})
+		b, _ := json.Marshal(ExecSpec{Protocol: Protocol, Entrypoint: entry, Dir: dir})
 		return string(b)
 	}
 	for _, tc := range []struct {
@@ -214,20 +215,20 @@ func TestExecStageFailures(t *testing.T) {
 // confines the skill to what it needs.
 type shimFixture struct {
 	dir, exe, skill string
-	cfg             ShimConfig
+	cfg             Config
 }
 
 func newShimFixture(t *testing.T) shimFixture {
 	t.Helper()
 	dir, exe := shimTestDir(t)
 	skill := filepath.Join(dir, "skill")
-	return shimFixture{dir: dir, exe: exe, skill: skill, cfg: ShimConfig{
+	return shimFixture{dir: dir, exe: exe, skill: skill, cfg: Config{Protocol: Protocol,
 		Entrypoint: filepath.Join(skill, "main"),
 		Env:        []string{"PATH=/usr/bin:/bin", "FOO=bar"},
 		Dir:        skill,
 		UID:        nobody, GID: nobody,
-		Landlock: enforce.LandlockPlan{
-			Rules: []enforce.FSRule{
+		Landlock: landlock.Plan{
+			Rules: []landlock.FSRule{
 				{Path: "/usr", Dir: true, Read: true, Exec: true},
 				{Path: "/etc/ld.so.cache", Read: true},
 				{Path: "/proc", Dir: true, Read: true},
@@ -242,14 +243,34 @@ func newShimFixture(t *testing.T) shimFixture {
 			{Name: "RLIMIT_NOFILE", Resource: unix.RLIMIT_NOFILE, Soft: 256, Hard: 256},
 			{Name: "RLIMIT_AS", Resource: unix.RLIMIT_AS, Soft: 1 << 30, Hard: 1 << 30},
 		},
+		Seccomp: denyUname,
 	}}
+}
+
+// denyUname is a seccomp program that fails uname(2) with EPERM and allows
+// everything else: what a test skill can tell apart from no filter.
+var denyUname = bpfProgram(
+	unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // the syscall number
+	unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.SYS_UNAME},
+	unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+	unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+)
+
+func bpfProgram(ins ...unix.SockFilter) []byte {
+	var out []byte
+	for _, in := range ins {
+		out = binary.NativeEndian.AppendUint16(out, in.Code)
+		out = append(out, in.Jt, in.Jf)
+		out = binary.NativeEndian.AppendUint32(out, in.K)
+	}
+	return out
 }
 
 // shimRun is what one run of the shim left.
 type shimRun struct {
 	stdout, stderr string
 	code           int
-	status         ShimStatus
+	status         Status
 	statusLines    int
 }
 
@@ -346,11 +367,13 @@ func TestShimRunsSkill(t *testing.T) {
 echo "$FOO ${SKILLRUN_SHIM_TEST_LEAK:-clean}"
 cat /etc/passwd >/dev/null 2>&1 && echo passwd-readable || echo passwd-denied
 [ -e /proc/$$/fd/3 ] && echo fd3-leaked || echo fd3-closed
-grep -E '^(CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status | tr -d '\t'
+grep -E '^(CapPrm|CapEff|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\t'
+uname >/dev/null 2>&1 && echo uname-allowed || echo uname-denied
 pwd
 exit 7`,
 			stdout: "65534\n65534\nbar clean\npasswd-denied\nfd3-closed\n" +
-				"CapPrm:0000000000000000\nCapEff:0000000000000000\nCapAmb:0000000000000000\nNoNewPrivs:1\n{{skill}}\n"},
+				"CapPrm:0000000000000000\nCapEff:0000000000000000\nCapAmb:0000000000000000\nNoNewPrivs:1\nSeccomp:2\n" +
+				"uname-denied\n{{skill}}\n"},
 		{name: "killed by a signal", script: `kill -KILL $$`, code: 128 + 9},
 		{name: "SIGTERM to the shim reaches the skill", ready: "ready", code: 3,
 			script: `trap 'echo got TERM; exit 3' TERM
@@ -384,7 +407,7 @@ echo zombies=$z`,
 			}
 			if run.statusLines != 2 || run.status.LandlockABI != min(abi, 11) || run.status.Error != "" ||
 				run.status.Landlock == nil || run.status.Landlock.Rules != len(f.cfg.Landlock.Rules) ||
-				!run.status.Ended || run.status.ExitCode != tc.code || run.status.Signal != wantSignal {
+				!run.status.Ended || run.status.ExitCode != tc.code || run.status.Signal != wantSignal || !run.status.Seccomp {
 				t.Errorf("%d status lines, last %+v; want two, with landlock_abi %d, then exit %d signal %d", run.statusLines, run.status, abi, tc.code, wantSignal)
 			}
 		})
@@ -422,11 +445,11 @@ func TestShimSetupFailures(t *testing.T) {
 		{"minimum ABI above the kernel", func(f *shimFixture) []byte { f.cfg.MinLandlockABI = 99; return shimJSON(t, f.cfg) },
 			"landlock", "landlock ABI below the required minimum"},
 		{"no exec on the entrypoint", func(f *shimFixture) []byte {
-			f.cfg.Landlock.Rules = slices.DeleteFunc(f.cfg.Landlock.Rules, func(r enforce.FSRule) bool { return r.Path == f.skill })
+			f.cfg.Landlock.Rules = slices.DeleteFunc(f.cfg.Landlock.Rules, func(r landlock.FSRule) bool { return r.Path == f.skill })
 			return shimJSON(t, f.cfg)
 		}, "landlock", "grants no read+exec on " + "{{entry}}"},
 		{"no exec on the exec stage", func(f *shimFixture) []byte {
-			f.cfg.Landlock.Rules = slices.DeleteFunc(f.cfg.Landlock.Rules, func(r enforce.FSRule) bool { return r.Path == f.exe })
+			f.cfg.Landlock.Rules = slices.DeleteFunc(f.cfg.Landlock.Rules, func(r landlock.FSRule) bool { return r.Path == f.exe })
 			return shimJSON(t, f.cfg)
 		}, "landlock", "grants no read+exec on " + "{{exe}}"},
 		{"skill folder not mounted", func(f *shimFixture) []byte { os.RemoveAll(f.skill); return shimJSON(t, f.cfg) },
@@ -463,8 +486,8 @@ func TestShimExitCode(t *testing.T) {
 		{syscall.WaitStatus(syscall.SIGKILL), 137},
 		{syscall.WaitStatus(syscall.SIGTERM) | 0x80, 143}, // with a core dump
 	} {
-		if got := shimExitCode(tc.ws); got != tc.want {
-			t.Errorf("shimExitCode(%#x) = %d, want %d", uint32(tc.ws), got, tc.want)
+		if got := exitCode(tc.ws); got != tc.want {
+			t.Errorf("exitCode(%#x) = %d, want %d", uint32(tc.ws), got, tc.want)
 		}
 	}
 }
@@ -483,12 +506,69 @@ func TestExecStageTinyAddressSpace(t *testing.T) {
 		{"fails to exec", filepath.Join(dir, "missing"), "", "skillrun: exec " + filepath.Join(dir, "missing") + ": no such file or directory\n", 127},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, _ := json.Marshal(execSpec{Entrypoint: tc.entry, Args: []string{"-c", "grep 'address space' /proc/self/limits"},
+			spec, _ := json.Marshal(ExecSpec{Protocol: Protocol, Entrypoint: tc.entry, Args: []string{"-c", "grep 'address space' /proc/self/limits"},
 				Rlimits: []Rlimit{as}})
 			out, stderr, code := runExecStage(t, exe, string(spec), false)
 			if code != tc.code || out != tc.stdout || stderr != tc.stderr {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, out, stderr, tc.code, tc.stdout, tc.stderr)
 			}
 		})
+	}
+}
+
+type need struct {
+	ok  func() bool
+	why string
+}
+
+func requires(t *testing.T, needs ...need) {
+	t.Helper()
+	for _, n := range needs {
+		if !n.ok() {
+			t.Skip(n.why)
+		}
+	}
+}
+
+// TestProtocolMismatch: a config or exec spec from a skillrun of another
+// build is refused, naming both protocol numbers, before anything runs.
+func TestProtocolMismatch(t *testing.T) {
+	cfg := Config{Protocol: Protocol + 1, Entrypoint: "/skill/main", UID: nobody, GID: nobody, Seccomp: denyUname}
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("protocol %d, this shim speaks %d", Protocol+1, Protocol)) {
+		t.Fatalf("Validate of protocol %d: %v, want a protocol mismatch", Protocol+1, err)
+	}
+	cfg.Protocol = Protocol
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate of this protocol: %v", err)
+	}
+	spec, _ := json.Marshal(ExecSpec{Entrypoint: "/bin/true"})
+	_, stderr, code := runExecStage(t, testBinary(t), string(spec), false)
+	if code != setupFailed || !strings.Contains(stderr, "protocol 0") {
+		t.Fatalf("exec stage of an old spec: exit %d, stderr %q; want %d and a protocol mismatch", code, stderr, setupFailed)
+	}
+}
+
+func testBinary(t *testing.T) string {
+	t.Helper()
+	_, exe := shimTestDir(t)
+	return exe
+}
+
+// TestSeccompProgramChecked: a config whose program the kernel could not
+// take is refused before the shim does anything.
+func TestSeccompProgramChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prog []byte
+	}{
+		{"missing", nil},
+		{"a partial instruction", denyUname[:len(denyUname)-3]},
+		{"over the kernel's 4096 instructions", make([]byte, 8*(maxFilter+1))},
+	} {
+		cfg := Config{Protocol: Protocol, Entrypoint: "/skill/main", UID: nobody, GID: nobody, Seccomp: tc.prog}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "seccomp: a program of") {
+			t.Errorf("%s: Validate = %v, want a seccomp refusal", tc.name, err)
+		}
 	}
 }

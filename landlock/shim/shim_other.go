@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runtime
+package shim
 
 import (
 	"encoding/json"
@@ -10,11 +10,11 @@ import (
 	"syscall"
 )
 
-// ShimMain fails: the shim confines a skill inside a Linux container, and
+// Main fails: the shim confines a skill inside a Linux container, and
 // elsewhere there is none to confine it in.
-func ShimMain([]string) int {
+func Main([]string) int {
 	fmt.Fprintf(os.Stderr, "skillrun shim: the shim is Linux-only: %v\n", errors.ErrUnsupported)
-	return shimSetupFailed
+	return setupFailed
 }
 
 // ExecStageMain is the rlimit-only fallback's exec stage on other Unix
@@ -23,10 +23,13 @@ func ShimMain([]string) int {
 // only on failure: 127 not found, 126 not executable, 125 setup.
 func ExecStageMain(args []string) int {
 	if len(args) != 1 {
-		return execStageFail("args", fmt.Errorf("usage: %s __exec JSON", ShimPath))
+		return execStageFail("args", fmt.Errorf("usage: %s __exec JSON", Path))
 	}
-	var spec execSpec
+	var spec ExecSpec
 	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		return execStageFail("config", err)
+	}
+	if err := checkProtocol(spec.Protocol); err != nil {
 		return execStageFail("config", err)
 	}
 	var lim syscall.Rlimit
@@ -57,5 +60,5 @@ func ExecStageMain(args []string) int {
 
 func execStageFail(step string, err error) int {
 	fmt.Fprintf(os.Stderr, "skillrun: exec stage: %s: %v\n", step, err)
-	return shimSetupFailed
+	return setupFailed
 }

@@ -1,6 +1,7 @@
-package runtime
+package shim
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ import (
 
 // execStagePath is the binary the shim starts as the exec stage: itself, at
 // the path the plan grants read+exec on. Tests point it at the test binary.
-var execStagePath = ShimPath
+var execStagePath = Path
 
 // statusFD is the write end of the status pipe the supervisor passes.
 const statusFD = 3
@@ -32,8 +33,8 @@ const statusFD = 3
 // not survive its own multi-stage start, measured here.)
 const lifelineFD = 4
 
-// maxShimConfig bounds the config the shim reads.
-const maxShimConfig = 1 << 20
+// maxConfig bounds the config the shim reads.
+const maxConfig = 1 << 20
 
 // forwardedSignals are passed on to the skill. As pid 1 the shim would
 // otherwise ignore them all: the kernel drops signals a namespace's init
@@ -42,57 +43,101 @@ var forwardedSignals = []os.Signal{
 	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 }
 
-// ShimMain is the "__shim" subcommand, the container process: args is
+// Main is the "__shim" subcommand, the container process: args is
 // [configPath]. It returns the skill's exit code (128+N when a signal N
 // killed it), or 125 when setup failed, after saying why on stderr and on
 // the status pipe. On success it writes nothing on stdout or stderr.
-func ShimMain(args []string) int {
+func Main(args []string) int {
+	// The config is read and checked before the shim starts any thread of
+	// its own (LockOSThread, signal.Notify and the lifeline each cost one):
+	// a config refused is then refused for its own reason, even when a
+	// skill runs this binary again under its RLIMIT_NPROC.
+	status := adoptStatusPipe()
+	if len(args) != 1 {
+		return fail(status, "args", fmt.Errorf("usage: %s __shim CONFIG", Path))
+	}
+	cfg, err := readConfig(args[0])
+	if err != nil {
+		return fail(status, "config", err)
+	}
+	// Everything from here on, the skill included, runs under the filter.
+	if err := loadSeccomp(cfg.Seccomp); err != nil {
+		return fail(status, "seccomp", err)
+	}
 	// Below ABI 8 go-landlock restricts each thread on its own (libpsx) and
 	// each gets a Landlock domain of its own; signal scoping then lets only
 	// the thread that forked the skill signal it. So the shim forks and
 	// signals from this one thread, which is never unlocked.
 	goruntime.LockOSThread()
-	// Subscribed first: a signal that arrives during setup is passed on once
-	// the child exists, and no exit is missed.
+	// Subscribed before the skill exists: a signal that arrives during the
+	// rest of the setup is passed on once the child exists, and no exit is
+	// missed.
 	signals := make(chan os.Signal, 32)
 	signal.Notify(signals, forwardedSignals...)
 	children := make(chan os.Signal, 1)
 	signal.Notify(children, syscall.SIGCHLD)
-	status := adoptStatusPipe()
 	lost := watchLifeline()
-	if len(args) != 1 {
-		return shimFail(status, "args", fmt.Errorf("usage: %s __shim CONFIG", ShimPath))
-	}
-	cfg, err := readShimConfig(args[0])
-	if err != nil {
-		return shimFail(status, "config", err)
-	}
 	if err := checkGrants(cfg); err != nil {
-		return shimFail(status, "landlock", err)
+		return fail(status, "landlock", err)
 	}
 	res, err := landlock.Restrict(cfg.Landlock, cfg.MinLandlockABI, cfg.AllowDegraded)
 	if err != nil {
-		return shimFail(status, "landlock", err)
+		return fail(status, "landlock", err)
 	}
 	pid, err := startExecStage(cfg)
 	if err != nil {
-		return shimFail(status, "start", err)
+		return fail(status, "start", err)
 	}
 	// Reported once the child exists, so that a failure to start it still
 	// reaches the supervisor; fd 3 is close-on-exec and never reaches it.
-	if err := writeStatusLine(status, ShimStatus{LandlockABI: res.ABI, Landlock: &res}); err != nil {
+	if err := writeStatusLine(status, Status{LandlockABI: res.ABI, Landlock: &res, Seccomp: true}); err != nil {
 		// Nobody would record this run: it must not go on.
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		fmt.Fprintf(os.Stderr, "skillrun shim: status: %v\n", err)
 		supervise(pid, nil, children, nil)
-		return shimSetupFailed
+		return setupFailed
 	}
 	code, sig := supervise(pid, signals, children, lost)
 	// A last line says how the skill ended: the shim's own exit code cannot
 	// tell a skill killed by SIGKILL (the OOM killer) from one that exited
 	// 137 by itself.
-	_ = writeStatus(status, ShimStatus{LandlockABI: res.ABI, Ended: true, ExitCode: code, Signal: int(sig)})
+	_ = writeStatus(status, Status{LandlockABI: res.ABI, Ended: true, ExitCode: code, Signal: int(sig)})
 	return code
+}
+
+// loadSeccomp installs prog, already checked by Config.Validate, on every
+// thread of the shim at once (SECCOMP_FILTER_FLAG_TSYNC): whatever thread
+// later forks the exec stage hands it on. no_new_privs is set first, which
+// the kernel requires of a process without CAP_SYS_ADMIN (libcontainer has
+// set it already; setting it again changes nothing).
+func loadSeccomp(prog []byte) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	filters := make([]unix.SockFilter, len(prog)/8)
+	for i := range filters {
+		b := prog[8*i:]
+		filters[i] = unix.SockFilter{
+			Code: binary.NativeEndian.Uint16(b),
+			Jt:   b[2],
+			Jf:   b[3],
+			K:    binary.NativeEndian.Uint32(b[4:]),
+		}
+	}
+	if len(filters) == 0 {
+		return errors.New("empty seccomp program")
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	goruntime.KeepAlive(filters)
+	if errno != 0 {
+		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC): %w", errno)
+	}
+	if r != 0 {
+		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC): thread %d could not take the filter", r)
+	}
+	return nil
 }
 
 // watchLifeline returns a channel closed when the supervisor's end of the
@@ -130,7 +175,7 @@ func adoptStatusPipe() *os.File {
 }
 
 // writeStatus writes st as one JSON line and closes the pipe.
-func writeStatus(f *os.File, st ShimStatus) error {
+func writeStatus(f *os.File, st Status) error {
 	if f == nil {
 		return nil
 	}
@@ -139,7 +184,7 @@ func writeStatus(f *os.File, st ShimStatus) error {
 }
 
 // writeStatusLine writes st as one JSON line, leaving the pipe open.
-func writeStatusLine(f *os.File, st ShimStatus) error {
+func writeStatusLine(f *os.File, st Status) error {
 	if f == nil {
 		return nil
 	}
@@ -151,41 +196,41 @@ func writeStatusLine(f *os.File, st ShimStatus) error {
 	return err
 }
 
-func shimFail(status *os.File, step string, err error) int {
+func fail(status *os.File, step string, err error) int {
 	fmt.Fprintf(os.Stderr, "skillrun shim: %s: %v\n", step, err)
-	_ = writeStatus(status, ShimStatus{Error: err.Error(), Step: step})
-	return shimSetupFailed
+	_ = writeStatus(status, Status{Error: err.Error(), Step: step})
+	return setupFailed
 }
 
-// readShimConfig reads the config file, or takes the argument itself as
+// readConfig reads the config file, or takes the argument itself as
 // the config when it is inline JSON: what Exec passes for a command run in
 // an already running sandbox, whose root file system is read-only.
-func readShimConfig(path string) (ShimConfig, error) {
+func readConfig(path string) (Config, error) {
 	if strings.HasPrefix(path, "{") {
-		if len(path) > maxShimConfig {
-			return ShimConfig{}, fmt.Errorf("%w: inline config larger than %d bytes", ErrShimConfig, maxShimConfig)
+		if len(path) > maxConfig {
+			return Config{}, fmt.Errorf("%w: inline config larger than %d bytes", ErrConfig, maxConfig)
 		}
-		var cfg ShimConfig
+		var cfg Config
 		if err := json.Unmarshal([]byte(path), &cfg); err != nil {
-			return ShimConfig{}, fmt.Errorf("%w: inline: %w", ErrShimConfig, err)
+			return Config{}, fmt.Errorf("%w: inline: %w", ErrConfig, err)
 		}
 		return cfg, cfg.Validate()
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return ShimConfig{}, err
+		return Config{}, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxShimConfig+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
 	if err != nil {
-		return ShimConfig{}, fmt.Errorf("read %s: %w", path, err)
+		return Config{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	if len(data) > maxShimConfig {
-		return ShimConfig{}, fmt.Errorf("%w: %s is larger than %d bytes", ErrShimConfig, path, maxShimConfig)
+	if len(data) > maxConfig {
+		return Config{}, fmt.Errorf("%w: %s is larger than %d bytes", ErrConfig, path, maxConfig)
 	}
-	var cfg ShimConfig
+	var cfg Config
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return ShimConfig{}, fmt.Errorf("%w: %s: %w", ErrShimConfig, path, err)
+		return Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
 	}
 	return cfg, cfg.Validate()
 }
@@ -194,7 +239,7 @@ func readShimConfig(path string) (ShimConfig, error) {
 // cause is named here rather than surfacing as a bare 126 from execve: the
 // skill folder must be mounted, and the plan must grant read+exec on the
 // entrypoint and on the exec stage.
-func checkGrants(cfg ShimConfig) error {
+func checkGrants(cfg Config) error {
 	dir := filepath.Dir(cfg.Entrypoint)
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("skill folder: %w (is it mounted in the sandbox?)", err)
@@ -212,9 +257,9 @@ func checkGrants(cfg ShimConfig) error {
 // After setuid to a non-zero uid the kernel clears its capabilities. It
 // uses syscall.ForkExec, not os/exec: the shim reaps every child with
 // wait4(-1) itself, which would race with an os.Process waiting for one.
-func startExecStage(cfg ShimConfig) (int, error) {
-	spec, err := json.Marshal(execSpec{
-		Entrypoint: cfg.Entrypoint, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Dir, Rlimits: cfg.Rlimits,
+func startExecStage(cfg Config) (int, error) {
+	spec, err := json.Marshal(ExecSpec{
+		Protocol: Protocol, Entrypoint: cfg.Entrypoint, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Dir, Rlimits: cfg.Rlimits,
 	})
 	if err != nil {
 		return 0, err
@@ -246,13 +291,13 @@ func supervise(main int, signals, children <-chan os.Signal, lost <-chan struct{
 		ws, exited, err := reapChildren(main)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "skillrun shim: wait: %v\n", err)
-			return shimSetupFailed, 0
+			return setupFailed, 0
 		}
 		if exited {
 			if ws.Signaled() {
-				return shimExitCode(ws), ws.Signal()
+				return exitCode(ws), ws.Signal()
 			}
-			return shimExitCode(ws), 0
+			return exitCode(ws), 0
 		}
 		// Only this loop reaps, and main was not reaped just now, so its
 		// pid cannot have been reused: the signal reaches the skill.
@@ -298,29 +343,32 @@ func reapChildren(main int) (syscall.WaitStatus, bool, error) {
 	}
 }
 
-// shimExitCode reads a wait status the way a shell does.
-func shimExitCode(ws syscall.WaitStatus) int {
+// exitCode reads a wait status the way a shell does.
+func exitCode(ws syscall.WaitStatus) int {
 	switch {
 	case ws.Exited():
 		return ws.ExitStatus()
 	case ws.Signaled():
 		return 128 + int(ws.Signal())
 	}
-	return shimSetupFailed
+	return setupFailed
 }
 
 // ExecStageMain is the "__exec" subcommand, run by the shim as the
-// invocation's uid: args is [the JSON execSpec]. It leaves only fds 0-2 to
+// invocation's uid: args is [the JSON ExecSpec]. It leaves only fds 0-2 to
 // the skill, applies the rlimits (RLIMIT_AS last) and execs the entrypoint
 // without a PATH lookup. It returns only on failure: 127 when the
 // entrypoint (or its #! interpreter) does not exist, 126 when it cannot be
 // executed, 125 when the stage itself could not set up.
 func ExecStageMain(args []string) int {
 	if len(args) != 1 {
-		return execStageFail("args", fmt.Errorf("usage: %s __exec JSON", ShimPath))
+		return execStageFail("args", fmt.Errorf("usage: %s __exec JSON", Path))
 	}
-	var spec execSpec
+	var spec ExecSpec
 	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		return execStageFail("config", err)
+	}
+	if err := checkProtocol(spec.Protocol); err != nil {
 		return execStageFail("config", err)
 	}
 	// The skill never runs as root; reaching here as root means the shim
@@ -353,7 +401,7 @@ func ExecStageMain(args []string) int {
 
 func execStageFail(step string, err error) int {
 	fmt.Fprintf(os.Stderr, "skillrun: exec stage: %s: %v\n", step, err)
-	return shimSetupFailed
+	return setupFailed
 }
 
 // execSkill sets RLIMIT_AS, if any, and calls execve with nothing allocated

@@ -1,0 +1,30 @@
+// Command skillrun-shim is the part of skillrun that runs inside the
+// sandbox: pid 1 of every container (`skillrun-shim __shim CONFIG`) and the
+// unprivileged exec stage it starts (`skillrun-shim __exec JSON`). skillrun
+// uses it when it is installed beside the skillrun binary; without it the
+// skillrun binary plays both parts itself, only slower to start (it is
+// about fifteen times larger). It is not a user command.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/skillrun/skillrun/landlock/shim"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "__shim":
+			os.Exit(shim.Main(os.Args[2:]))
+		case "__exec":
+			os.Exit(shim.ExecStageMain(os.Args[2:]))
+		case "version", "--version":
+			fmt.Printf("skillrun-shim protocol %d\n", shim.Protocol)
+			os.Exit(0)
+		}
+	}
+	fmt.Fprintln(os.Stderr, "skillrun-shim: started by skillrun inside its sandboxes, not by hand (usage: skillrun-shim __shim CONFIG | __exec JSON)")
+	os.Exit(2)
+}
