@@ -39,12 +39,14 @@ func (e *env) completedPayload(id string) map[string]any {
 
 // The supervisor SIGKILLed while a tool call is in flight: the replay shows
 // the call started and never completed (the crash point), and gc cleans up.
+// The command is "sleep 61.25", which no other test runs: processesOf
+// looks at the whole host.
 func TestCrashPointOnSupervisorKill(t *testing.T) {
 	e := newEnv(t)
-	dir := e.skill("inflight", "allowed-tools: Bash(sleep 60)", pyClient+`
+	dir := e.skill("inflight", "allowed-tools: Bash(sleep 61.25)", pyClient+`
 connect()
 print("calling", flush=True)
-call("tool.call", {"tool": "Bash", "args": {"command": "sleep 60"}})
+call("tool.call", {"tool": "Bash", "args": {"command": "sleep 61.25"}})
 `)
 	e.trust(dir)
 	id := "it-crash-point"
@@ -69,7 +71,7 @@ call("tool.call", {"tool": "Bash", "args": {"command": "sleep 60"}})
 	if r := e.run("gc"); !strings.Contains(r.stdout, id) {
 		t.Errorf("gc did not collect %s: %s", id, r.stdout)
 	}
-	if pids := processesOf(t, "sleep 60"); len(pids) > 0 {
+	if pids := processesOf(t, "sleep 61.25"); len(pids) > 0 {
 		t.Errorf("the Bash command outlived its sandbox: %v", pids)
 	}
 }
