@@ -81,6 +81,7 @@ if [ "$(id -u)" -eq 0 ]; then
   # The invocation's uid must reach the binary: it is also the shim.
   chmod 0755 "$work"
   if run "CGO_ENABLED=1 $GO build -tags '$tags' -ldflags '-linkmode external -extldflags \"-static\"' -o $work/skillrun ./cmd/skillrun" &&
+    run "CGO_ENABLED=0 $GO build -o $work/skillrun-shim ./cmd/skillrun-shim" &&
     run "$GO run -tags 'seccomp benchtool' ./scripts/bench/coldstart -skillrun $work/skillrun -rounds $rounds -warmup 3 -phases $phases -md $work/coldstart.md -env $work/coldstart.env"; then
     reports+=(-coldstart-md "$work/coldstart.md" -coldstart-env "$work/coldstart.env")
   fi

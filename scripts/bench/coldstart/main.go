@@ -105,13 +105,17 @@ func run(c config) error {
 	}
 	load1 := loadavg()
 	var ph *phaseResult
+	var mk *marks
 	if c.phases > 0 {
 		skill := vs[0]
+		if mk, err = markPhases(3*c.phases, skill.argv); err != nil {
+			return fmt.Errorf("phase marks: %w", err)
+		}
 		if ph, err = tracePhases(c, skill.argv); err != nil {
 			return fmt.Errorf("phases: %w", err)
 		}
 	}
-	return report(c, vs, cmds, load0, load1, ph)
+	return report(c, vs, cmds, load0, load1, ph, mk)
 }
 
 // setup makes the no-op skill, the OCI bundle and the seccomp program, and
@@ -286,7 +290,7 @@ func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
 }
 
-func report(c config, vs []*variant, cmds []string, load0, load1 string, ph *phaseResult) error {
+func report(c config, vs []*variant, cmds []string, load0, load1 string, ph *phaseResult, mk *marks) error {
 	var md, env bytes.Buffer
 	runc := vs[1]
 	fmt.Fprintf(&md, "%d rounds after %d warm-up rounds, in alternation: every round runs each command once, "+
@@ -321,6 +325,9 @@ func report(c config, vs []*variant, cmds []string, load0, load1 string, ph *pha
 		md.WriteString(l + "\n")
 	}
 	md.WriteString("```\n")
+	if mk != nil {
+		mk.markdown(&md)
+	}
 	if ph != nil {
 		ph.markdown(&md, pct(s.wall, 50))
 		fmt.Fprintf(&env, "PHASES_RUNS=%d\n", ph.runs)

@@ -33,8 +33,8 @@ type phase struct {
 
 var phases = []phase{
 	{"start", "process start, Go runtime and package init, CLI parsing",
-		regexp.MustCompile(`openat\(.*"/proc/sys/(kernel/unprivileged_userns_clone|user/max_user_namespaces)"`), false},
-	{"probe", "host probe: namespaces, a user-namespace child running /bin/true, seccomp, Landlock, cgroups",
+		regexp.MustCompile(`openat\(.*"/proc/sys/kernel/seccomp/actions_avail"`), false},
+	{"probe", "host probe: namespaces, seccomp, Landlock, cgroups (exec skips the user-namespace child as root)",
 		regexp.MustCompile(`write\(2, "invocation `), false},
 	{"store", "open the state store (SQLite, schema check)",
 		regexp.MustCompile(`openat\(.*/SKILL\.md"`), false},
@@ -46,21 +46,19 @@ var phases = []phase{
 		regexp.MustCompile(`mkdirat\(AT_FDCWD, "[^"]*/rootfs"`), false},
 	{"create", "rootfs links, shim config, libcontainer config and Create, fork and re-exec of init",
 		regexp.MustCompile(`execve\("/proc/self/fd/[0-9]+", \[[^\]]*"init"\]`), false},
-	{"nsexec", "init: load of the 20-odd MiB binary, nsexec bootstrap (the parent makes the cgroups meanwhile)",
+	{"nsexec", "init: load of the skillrun binary, nsexec bootstrap (the parent makes the cgroups meanwhile)",
 		regexp.MustCompile(`unshare\(CLONE_NEW`), false},
 	{"init-go", "init: Go runtime start, loopback, sync with the parent",
 		regexp.MustCompile(`\bmount\(`), false},
 	{"mounts", "init: rootfs mounts, devices",
 		regexp.MustCompile(`pivot_root\(`), false},
-	{"harden", "init: pivot_root, masked and read-only paths, capabilities, no_new_privs, seccomp filter build",
-		regexp.MustCompile(`prctl\(PR_SET_SECCOMP`), false},
-	{"exec-shim", "init: load seccomp, final sync, execve of the shim",
+	{"harden", "init: pivot_root, masked and read-only paths, capabilities, no_new_privs, final sync, execve of the shim",
 		regexp.MustCompile(`execve\("/run/skillrun/shim", \[[^\]]*"__shim"`), false},
-	{"landlock", "shim: Go runtime start, config, Landlock ruleset, restrict_self",
+	{"landlock", "shim: Go runtime start, config, seccomp filter load (precompiled), Landlock ruleset, restrict_self",
 		regexp.MustCompile(`landlock_restrict_self\(`), false},
 	{"fork-exec", "shim: fork of the exec stage",
 		regexp.MustCompile(`execve\("[^"]*", \[[^\]]*"__exec"`), false},
-	{"exec-stage", "exec stage: Go runtime start again, uid switch, rlimits, execve of the entrypoint",
+	{"exec-stage", "exec stage: the shim binary again, uid switch, rlimits, execve of the entrypoint",
 		regexp.MustCompile(`execve\(`), false},
 	{"entrypoint", "the entrypoint itself (a copy of /usr/bin/true)",
 		regexp.MustCompile(`exit_group\(`), false},
@@ -235,8 +233,90 @@ var stages = []struct {
 	from, to int
 }{
 	{"supervisor before the sandbox", 0, 5},
-	{"libcontainer create and init", 6, 11},
-	{"skillrun's shim and exec stage", 12, 14},
-	{"entrypoint", 15, 15},
-	{"teardown and audit", 16, 19},
+	{"libcontainer create and init", 6, 10},
+	{"skillrun's shim and exec stage", 11, 13},
+	{"entrypoint", 14, 14},
+	{"teardown and audit", 15, 18},
+}
+
+// marks is the supervisor's own account of its steps (SKILLRUN_PHASES=1,
+// internal/phase): no tracer, so the figures are the real ones, but the
+// container's start is one step, libcontainer's Run.
+type marks struct {
+	runs  int
+	order []string
+	by    map[string][]time.Duration
+}
+
+var markLine = regexp.MustCompile(`^skillrun phase (\S+) +at +[0-9.]+ ms +\+ *([0-9.]+) ms$`)
+
+// markPhases runs skillrun exec n times with SKILLRUN_PHASES=1.
+func markPhases(n int, argv func(int) []string) (*marks, error) {
+	m := &marks{runs: n, by: map[string][]time.Duration{}}
+	for i := range n {
+		args := argv(1000 + i)
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), "SKILLRUN_PHASES=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%v: %v: %s", args, err, stderr.String())
+		}
+		seen := 0
+		for line := range strings.Lines(stderr.String()) {
+			f := markLine.FindStringSubmatch(strings.TrimSpace(line))
+			if f == nil {
+				continue
+			}
+			d, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				continue
+			}
+			if _, ok := m.by[f[1]]; !ok {
+				m.order = append(m.order, f[1])
+			}
+			m.by[f[1]] = append(m.by[f[1]], time.Duration(d*float64(time.Millisecond)))
+			seen++
+		}
+		if seen == 0 {
+			return nil, fmt.Errorf("%v printed no phase marks: %s", args, stderr.String())
+		}
+	}
+	return m, nil
+}
+
+// markWhat says what each mark closes.
+var markWhat = map[string]string{
+	"setup":             "package init after internal/phase's, CLI parsing, telemetry set-up",
+	"probe":             "host probe",
+	"load":              "open the store, load and hash the skill",
+	"admit+plan":        "trust and quarantine lookups, isolation, grant plan and its check",
+	"begin":             "invocation row and invoked_started",
+	"broker":            "uid lease, policy and tool registry, broker socket",
+	"materialize":       "copy and verify the skill tree",
+	"container-config":  "rootfs links, shim config, libcontainer config",
+	"container-create":  "libcontainer Create",
+	"container-init":    "libcontainer Run: init re-exec, cgroups, nsexec, mounts, pivot_root, execve of the shim",
+	"shim-ready":        "the shim: seccomp, Landlock, exec stage started; its status line read; Seccomp: 2 checked",
+	"skill-exit":        "exec stage, the entrypoint, the shim's exit, wait",
+	"container-destroy": "libcontainer Destroy (cgroups, container state)",
+	"cleanup":           "state dir removal, broker stop, socket removal, uid lease",
+	"finish":            "audit flush, invoked_completed, invocation row closed",
+	"run":               "store close",
+}
+
+func (m *marks) markdown(md *bytes.Buffer) {
+	fmt.Fprintf(md, "\n#### The supervisor's own marks, untraced\n\n"+
+		"%d runs of the same `skillrun exec` with `SKILLRUN_PHASES=1` (internal/phase): each row is the time from "+
+		"the previous mark, as the supervisor measured it, without a tracer. Times count from internal/phase's "+
+		"initialisation, so the Go runtime start and the package initialisation before it (about what "+
+		"`skillrun version` costs, above) come on top.\n\n", m.runs)
+	md.WriteString("| mark | closes | median ms | p90 ms |\n| --- | --- | ---: | ---: |\n")
+	var sum time.Duration
+	for _, name := range m.order {
+		ds := m.by[name]
+		sum += pct(ds, 50)
+		fmt.Fprintf(md, "| %s | %s | %s | %s |\n", name, markWhat[name], ms(pct(ds, 50)), ms(pct(ds, 90)))
+	}
+	fmt.Fprintf(md, "| | sum of the medians | %s | |\n", ms(sum))
 }
