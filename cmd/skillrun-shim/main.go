@@ -14,16 +14,12 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "__shim":
-			os.Exit(shim.Main(os.Args[2:]))
-		case "__exec":
-			os.Exit(shim.ExecStageMain(os.Args[2:]))
-		case "version", "--version":
-			fmt.Printf("skillrun-shim protocol %d\n", shim.Protocol)
-			os.Exit(0)
-		}
+	if code, ok := shim.Subcommand(os.Args[1:]); ok {
+		os.Exit(code)
+	}
+	if len(os.Args) == 2 && (os.Args[1] == "version" || os.Args[1] == "--version") {
+		fmt.Printf("skillrun-shim protocol %d\n", shim.Protocol)
+		return
 	}
 	fmt.Fprintln(os.Stderr, "skillrun-shim: started by skillrun inside its sandboxes, not by hand (usage: skillrun-shim __shim CONFIG | __exec JSON)")
 	os.Exit(2)

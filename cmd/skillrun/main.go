@@ -14,13 +14,8 @@ import (
 func main() {
 	// The sandbox re-executes this binary: as the container's shim, and as
 	// the shim's unprivileged exec stage. Neither is a user command.
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "__shim":
-			os.Exit(shim.Main(os.Args[2:]))
-		case "__exec":
-			os.Exit(shim.ExecStageMain(os.Args[2:]))
-		}
+	if code, ok := shim.Subcommand(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

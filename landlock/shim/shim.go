@@ -12,6 +12,7 @@
 package shim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -137,4 +138,34 @@ func checkProtocol(p int) error {
 		return fmt.Errorf("%w: protocol %d, this shim speaks %d (skillrun and skillrun-shim come from different builds: install both from one)", ErrConfig, p, Protocol)
 	}
 	return nil
+}
+
+// Subcommand runs the part of the sandbox args[0] names, "__shim" (Main)
+// or "__exec" (ExecStageMain), with the rest of args, and returns its exit
+// code; ok is false when args name neither. Both skillrun and
+// skillrun-shim start with it.
+func Subcommand(args []string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case "__shim":
+		return Main(args[1:]), true
+	case "__exec":
+		return ExecStageMain(args[1:]), true
+	}
+	return 0, false
+}
+
+// parseExecSpec reads the exec stage's one argument, naming the step that
+// failed.
+func parseExecSpec(args []string) (ExecSpec, string, error) {
+	var spec ExecSpec
+	if len(args) != 1 {
+		return spec, "args", fmt.Errorf("usage: %s __exec JSON", Path)
+	}
+	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		return spec, "config", err
+	}
+	return spec, "config", checkProtocol(spec.Protocol)
 }

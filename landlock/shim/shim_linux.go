@@ -361,15 +361,9 @@ func exitCode(ws syscall.WaitStatus) int {
 // entrypoint (or its #! interpreter) does not exist, 126 when it cannot be
 // executed, 125 when the stage itself could not set up.
 func ExecStageMain(args []string) int {
-	if len(args) != 1 {
-		return execStageFail("args", fmt.Errorf("usage: %s __exec JSON", Path))
-	}
-	var spec ExecSpec
-	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
-		return execStageFail("config", err)
-	}
-	if err := checkProtocol(spec.Protocol); err != nil {
-		return execStageFail("config", err)
+	spec, step, err := parseExecSpec(args)
+	if err != nil {
+		return execStageFail(step, err)
 	}
 	// The skill never runs as root; reaching here as root means the shim
 	// did not switch ids.

@@ -3,7 +3,6 @@
 package shim
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,15 +21,9 @@ func Main([]string) int {
 // last) and the entrypoint is executed without a PATH lookup. It returns
 // only on failure: 127 not found, 126 not executable, 125 setup.
 func ExecStageMain(args []string) int {
-	if len(args) != 1 {
-		return execStageFail("args", fmt.Errorf("usage: %s __exec JSON", Path))
-	}
-	var spec ExecSpec
-	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
-		return execStageFail("config", err)
-	}
-	if err := checkProtocol(spec.Protocol); err != nil {
-		return execStageFail("config", err)
+	spec, step, err := parseExecSpec(args)
+	if err != nil {
+		return execStageFail(step, err)
 	}
 	var lim syscall.Rlimit
 	maxFD := 1024
@@ -50,7 +43,7 @@ func ExecStageMain(args []string) int {
 			return execStageFail("setrlimit "+r.Name, err)
 		}
 	}
-	err := syscall.Exec(spec.Entrypoint, append([]string{spec.Entrypoint}, spec.Args...), spec.Env)
+	err = syscall.Exec(spec.Entrypoint, append([]string{spec.Entrypoint}, spec.Args...), spec.Env)
 	fmt.Fprintf(os.Stderr, "skillrun: exec %s: %v\n", spec.Entrypoint, err)
 	if errors.Is(err, syscall.ENOENT) {
 		return 127
