@@ -27,7 +27,7 @@ func TestExecShimBinaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	self := filepath.Join(alone, "skillrun")
-	if err := copyBinary(skillrunBin, self); err != nil {
+	if err := installBinary(skillrunBin, self); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -57,12 +57,4 @@ func TestExecShimBinaries(t *testing.T) {
 			}
 		})
 	}
-}
-
-func copyBinary(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, 0o755)
 }
