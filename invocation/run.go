@@ -131,6 +131,7 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 		return Result{}, fail(OutcomeSetupFailed, ExitSetup, "state store: %v", err)
 	}
 	defer st.Close()
+	phase.Mark("store")
 	inv := &invocation{opts: opts, store: st, log: opts.Logger, started: time.Now(),
 		traceID: span.SpanContext().TraceID().String(), root: span.SpanContext(), auditFlush: auditFlushTimeout}
 	return inv.run(ctx)

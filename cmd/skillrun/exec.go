@@ -47,6 +47,7 @@ signal N.`,
   OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 skillrun exec ./skills/report`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			phase.Mark("cli")
 			if n := cmd.ArgsLenAtDash(); n > 1 || (n == -1 && len(args) > 1) {
 				return fmt.Errorf("%w: exec takes one skill folder; pass the skill's arguments after --", errUsage)
 			}
@@ -62,7 +63,7 @@ signal N.`,
 			defer g.shutdownTelemetry(cmd.Context(), tel)
 			o.Telemetry = tel
 			o.Root = g.root
-			phase.Mark("setup")
+			phase.Mark("telemetry")
 			o.Host = runtime.ProbeForExec(cmd.Context())
 			phase.Mark("probe")
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = g.stdin, g.stdout, g.stderr, g.log

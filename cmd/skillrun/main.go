@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"github.com/skillrun/skillrun/internal/phase"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,6 +18,7 @@ func main() {
 	if code, ok := shim.Subcommand(os.Args[1:]); ok {
 		os.Exit(code)
 	}
+	phase.Mark("main")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

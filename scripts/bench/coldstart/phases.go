@@ -287,9 +287,12 @@ func markPhases(n int, argv func(int) []string) (*marks, error) {
 
 // markWhat says what each mark closes.
 var markWhat = map[string]string{
-	"setup":             "package init after internal/phase's, CLI parsing, telemetry set-up",
+	"main":              "package initialisation after internal/phase's",
+	"cli":               "cobra: flags and arguments",
+	"telemetry":         "OpenTelemetry providers from OTEL_* (none by default)",
 	"probe":             "host probe",
-	"load":              "open the store, load and hash the skill",
+	"store":             "open the state store (SQLite, schema check)",
+	"load":              "load and hash the skill",
 	"admit+plan":        "trust and quarantine lookups, isolation, grant plan and its check",
 	"begin":             "invocation row and invoked_started",
 	"broker":            "uid lease, policy and tool registry, broker socket",
