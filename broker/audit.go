@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Auditor receives the broker's audit rows (DESIGN §7). Record must not
@@ -26,6 +27,16 @@ import (
 // trace_id is also what a store keeps as the row's trace column.
 type Auditor interface {
 	Record(ctx context.Context, kind string, payload map[string]any)
+}
+
+// RawAuditor is an Auditor that also takes a payload already encoded, so
+// the broker's rows skip the map and its encoding by reflection: the
+// broker encodes them from structs whose bytes are exactly what
+// json.Marshal gives for the map Record would have got. traceID is the
+// payload's trace_id.
+type RawAuditor interface {
+	Auditor
+	RecordJSON(ctx context.Context, kind, traceID string, payload []byte)
 }
 
 // NopAuditor records nothing.
@@ -84,10 +95,62 @@ func CanonicalJSON(raw json.RawMessage) ([]byte, error) {
 // rows hold instead of the arguments. Arguments that are not JSON (the
 // jsonrpc server has already refused those) hash as their raw bytes.
 func ArgsHash(args json.RawMessage) string {
-	b, err := CanonicalJSON(args)
-	if err != nil {
-		b = args
+	b := []byte(args)
+	if !isCanonical(args) {
+		var err error
+		if b, err = CanonicalJSON(args); err != nil {
+			b = args
+		}
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// isCanonical reports whether raw is its own CanonicalJSON, which is how
+// a skill's arguments usually come: valid UTF-8 JSON without whitespace,
+// every object's keys in increasing byte order, and no string the encoder
+// would write otherwise (none holds an escape, U+2028 or U+2029). Then
+// ArgsHash need not decode and re-encode them (FuzzArgsHash).
+func isCanonical(raw []byte) bool {
+	if len(raw) == 0 || bytes.IndexByte(raw, '\\') >= 0 || bytes.Contains(raw, []byte("\u2028")) ||
+		bytes.Contains(raw, []byte("\u2029")) || !utf8.Valid(raw) || !json.Valid(raw) {
+		return false
+	}
+	// One entry per open object or array: the object's last key (nil
+	// before the first), or isArray.
+	var stack [][]byte
+	key := false // the next string is a key
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case ' ', '\t', '\r', '\n':
+			return false
+		case '{':
+			stack = append(stack, nil)
+			key = true
+		case '[':
+			stack = append(stack, isArray)
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			key = false
+		case ',':
+			key = len(stack) > 0 && !isArrayFrame(stack[len(stack)-1])
+		case '"':
+			n := bytes.IndexByte(raw[i+1:], '"')
+			if key {
+				k := raw[i+1 : i+1+n]
+				if last := stack[len(stack)-1]; last != nil && bytes.Compare(last, k) >= 0 {
+					return false
+				}
+				stack[len(stack)-1] = k
+				key = false
+			}
+			i += n + 1
+		}
+	}
+	return true
+}
+
+// isArray marks an array on isCanonical's stack; no key can be it.
+var isArray = []byte{0}
+
+func isArrayFrame(b []byte) bool { return len(b) == 1 && &b[0] == &isArray[0] }

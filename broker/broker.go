@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,16 +73,19 @@ type Preparer interface {
 // Broker answers one invocation's JSON-RPC calls. It is safe for
 // concurrent use by many connections.
 type Broker struct {
-	cfg     Config
-	log     *slog.Logger
-	audit   Auditor
-	skillID string
-	traceID string
-	started time.Time
-	list    ToolList
-	limiter *rate.Limiter // x-rate-limit; nil: unbounded
-	revoked atomic.Bool   // grants revoked after a violation (OnViolationQuarantine)
-	ledger  ledger        // capabilities exercised
+	cfg      Config
+	log      *slog.Logger
+	audit    Auditor
+	rawAudit RawAuditor // audit, when it takes encoded payloads
+	skillID  string
+	traceID  string
+	started  time.Time
+	list     ToolList
+	// listResult is list, encoded once: it never changes.
+	listResult *rawResult
+	limiter    *rate.Limiter // x-rate-limit; nil: unbounded
+	revoked    atomic.Bool   // grants revoked after a violation (OnViolationQuarantine)
+	ledger     ledger        // capabilities exercised
 
 	// Telemetry (otel.go): the parent of calls without a traceparent, and
 	// what is precomputed per tool.
@@ -174,6 +178,7 @@ func New(cfg Config) (*Broker, error) {
 	if b.audit == nil {
 		b.audit = NopAuditor{}
 	}
+	b.rawAudit, _ = b.audit.(RawAuditor)
 	b.list.Tools = []ToolInfo{}
 	for _, s := range cfg.Registry.Specs() {
 		t, ok := cfg.Registry.Tool(s.Name)
@@ -189,6 +194,13 @@ func New(cfg Config) (*Broker, error) {
 			b.list.Tools = append(b.list.Tools, ToolInfo{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema})
 		}
 	}
+	raw, err := json.Marshal(&b.list)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w: tool list: %w", ErrConfig, err)
+	}
+	// Not truncatable, as the list itself is not: past the response cap
+	// the server sends its placeholder.
+	b.listResult = &rawResult{raw: raw}
 	return b, nil
 }
 
@@ -282,7 +294,7 @@ func (b *Broker) handle(ctx context.Context, method string, params json.RawMessa
 		if err := noParams(params); err != nil {
 			return nil, err
 		}
-		return &b.list, nil
+		return b.listResult, nil
 	case jsonrpc.MethodBrokerStatus:
 		if err := noParams(params); err != nil {
 			return nil, err
@@ -295,9 +307,21 @@ func (b *Broker) handle(ctx context.Context, method string, params json.RawMessa
 // noParams accepts absent params or {}: anything else is a client bug
 // worth telling about.
 func noParams(params json.RawMessage) error {
+	if emptyObject(params) {
+		return nil // what DecodeParams says of {}, without a decoder
+	}
 	var none struct{}
 	return jsonrpc.DecodeParams(params, &none)
 }
+
+// emptyObject reports whether params is {}, with or without JSON
+// whitespace.
+func emptyObject(params json.RawMessage) bool {
+	s := bytes.Trim(params, jsonSpace)
+	return len(s) >= 2 && s[0] == '{' && s[len(s)-1] == '}' && len(bytes.Trim(s[1:len(s)-1], jsonSpace)) == 0
+}
+
+const jsonSpace = " \t\r\n"
 
 func (b *Broker) status() *Status {
 	return &Status{

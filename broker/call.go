@@ -139,17 +139,14 @@ func (b *Broker) deny(ctx context.Context, c *call, d *enforce.Denial) {
 	// The detail may quote arguments: it goes to the skill and the log,
 	// never into the audit row.
 	b.log.Info("broker: tool call denied", "tool", c.tool, "reason", d.Reason, "args_hash", c.argsHash)
-	b.record(ctx, KindToolDenied, c, map[string]any{
-		"reason":              string(d.Reason),
-		"attempted_args_hash": c.argsHash,
-	})
+	b.record(ctx, KindToolDenied, c, &deniedRow{AttemptedArgsHash: c.argsHash, Reason: string(d.Reason)})
 }
 
 // dispatch invokes the tool with the checked arguments. The started row is
 // recorded before the tool runs, so a call that never returns still left
 // its trace (DESIGN §7).
 func (b *Broker) dispatch(ctx context.Context, c *call, t tools.Tool, args json.RawMessage) (any, error) {
-	b.record(ctx, KindToolCallStarted, c, map[string]any{"args_hash": c.argsHash})
+	b.record(ctx, KindToolCallStarted, c, &startedRow{ArgsHash: c.argsHash})
 	m := b.meta(c.tool)
 	start := time.Now()
 	res, err := b.runTool(ctx, m, t, tools.Call{Args: args, TraceParent: c.propagate, TraceID: c.trace.TraceID})
@@ -165,12 +162,12 @@ func (b *Broker) dispatch(ctx context.Context, c *call, t tools.Tool, args json.
 	if outcome == OutcomeSuccess {
 		b.exercise(c.tool)
 	}
-	b.record(ctx, KindToolCallCompleted, c, map[string]any{
-		"args_hash":         c.argsHash,
-		"outcome":           outcome,
-		"duration_ms":       dur.Milliseconds(),
-		"args_size_bytes":   len(c.args),
-		"result_size_bytes": size,
+	b.record(ctx, KindToolCallCompleted, c, &completedRow{
+		ArgsHash:        c.argsHash,
+		Outcome:         outcome,
+		DurationMS:      dur.Milliseconds(),
+		ArgsSizeBytes:   len(c.args),
+		ResultSizeBytes: size,
 	})
 	if err != nil {
 		return nil, err
@@ -180,8 +177,8 @@ func (b *Broker) dispatch(ctx context.Context, c *call, t tools.Tool, args json.
 
 // marshalResult marshals a tool's result once, to measure it for the
 // completed row, and returns it in a form the jsonrpc server sends without
-// marshalling it again (it only re-scans the bytes). A result that can
-// truncate itself still can: the server needs that past the response cap.
+// marshalling it again (jsonrpc.Encoded). A result that can truncate
+// itself still can: the server needs that past the response cap.
 // The size is the tool's whole result, before any truncation.
 func marshalResult(res any, m *toolMeta) (any, int, error) {
 	raw, err := json.Marshal(res)
@@ -204,6 +201,9 @@ type rawResult struct {
 }
 
 func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// EncodedJSON makes rawResult a jsonrpc.Encoded: raw is json.Marshal's.
+func (r *rawResult) EncodedJSON() []byte { return r.raw }
 
 func (r *rawResult) Truncate(max int) any {
 	r.meta.truncated()
@@ -278,14 +278,23 @@ func (b *Broker) logFailure(c *call, err error) {
 // call_id is the same on every row of one call, which is how a replay
 // pairs started with completed exactly; it is the call's span id, so a
 // downstream service that logs the traceparent it got can be matched too.
-func (b *Broker) record(ctx context.Context, kind string, c *call, payload map[string]any) {
-	payload["invocation_id"] = b.cfg.InvocationID
-	payload["skill_id"] = b.skillID
-	payload["tenant_id"] = b.cfg.TenantID
-	payload["tool_name"] = c.tool
-	payload["trace_id"] = c.trace.TraceID
-	payload["call_id"] = c.trace.SpanID
-	b.audit.Record(ctx, kind, payload)
+func (b *Broker) record(ctx context.Context, kind string, c *call, row auditRow) {
+	row.setCall(callFields{
+		InvocationID: b.cfg.InvocationID,
+		SkillID:      b.skillID,
+		TenantID:     b.cfg.TenantID,
+		ToolName:     c.tool,
+		TraceID:      c.trace.TraceID,
+		CallID:       c.trace.SpanID,
+	})
+	if b.rawAudit != nil {
+		// The rows hold strings and integers only: they always encode.
+		if payload, err := json.Marshal(row); err == nil {
+			b.rawAudit.RecordJSON(ctx, kind, c.trace.TraceID, payload)
+			return
+		}
+	}
+	b.audit.Record(ctx, kind, row.fields())
 }
 
 // panicError is a tool's panic turned into an error.

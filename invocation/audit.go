@@ -8,8 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skillrun/skillrun/broker"
 	"github.com/skillrun/skillrun/store"
 )
+
+// The broker hands its rows over already encoded.
+var _ broker.RawAuditor = (*auditWriter)(nil)
 
 // Limits of the audit queue.
 const (
@@ -23,8 +27,14 @@ const (
 	// queued rows. It is exceeded by at most one batch attempt, which the
 	// store's busy timeout bounds.
 	auditFlushTimeout = 10 * time.Second
-	auditRetryMin     = 50 * time.Millisecond
-	auditRetryMax     = 2 * time.Second
+	// auditLinger is how long the writer lets rows gather before it takes
+	// a batch: a busy skill's rows then share one transaction, whose
+	// commit costs more than many rows do, instead of each call's rows
+	// taking one of their own. A row waits this long at most before its
+	// write starts; Close does not wait for it.
+	auditLinger   = 2 * time.Millisecond
+	auditRetryMin = 50 * time.Millisecond
+	auditRetryMax = 2 * time.Second
 )
 
 // auditWriter is how an invocation's rows reach the store once the
@@ -85,10 +95,21 @@ func (w *auditWriter) Record(_ context.Context, kind string, payload map[string]
 		payload = map[string]any{} // a JSON object, as the store requires
 	}
 	trace, _ := payload["trace_id"].(string)
+	w.enqueue(kind, trace, mustJSON(payload))
+}
+
+// RecordJSON is Record of a payload the broker has encoded itself (it is a
+// broker.RawAuditor); trace is the payload's trace_id.
+func (w *auditWriter) RecordJSON(_ context.Context, kind, trace string, payload []byte) {
+	w.enqueue(kind, trace, payload)
+}
+
+// enqueue queues one row; it never waits for the store.
+func (w *auditWriter) enqueue(kind, trace string, payload []byte) {
 	if trace == "" {
 		trace = w.traceID
 	}
-	row := store.Row{TS: time.Now(), Kind: kind, InvocationID: w.invocationID, SkillID: w.skillID, TraceID: trace, Payload: mustJSON(payload)}
+	row := store.Row{TS: time.Now(), Kind: kind, InvocationID: w.invocationID, SkillID: w.skillID, TraceID: trace, Payload: payload}
 	w.mu.Lock()
 	switch {
 	case w.closed:
@@ -141,7 +162,10 @@ func (w *auditWriter) Close(ctx context.Context) {
 func (w *auditWriter) run() {
 	defer close(w.done)
 	failing := false // in an outage: log its start and end once
+	linger := time.NewTimer(auditLinger)
+	defer linger.Stop()
 	for {
+		w.gather(linger)
 		batch, last := w.next()
 		if last {
 			return
@@ -157,6 +181,21 @@ func (w *auditWriter) run() {
 			w.loseQueue()
 			return
 		}
+	}
+}
+
+// gather lets rows queue for auditLinger, unless Close was called: then
+// the queue is drained at once.
+func (w *auditWriter) gather(t *time.Timer) {
+	select {
+	case <-w.stop:
+		return
+	default:
+	}
+	t.Reset(auditLinger)
+	select {
+	case <-t.C:
+	case <-w.stop:
 	}
 }
 

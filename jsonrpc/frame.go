@@ -24,13 +24,23 @@ const (
 	keepBuffer = 64 << 10
 )
 
-// Reader reads frames from a stream. It is not safe for concurrent use.
+// Reader reads frames from a stream. It reads ahead: one read takes in a
+// frame's prefix and body, and whatever follows them, up to its buffer, so
+// a frame costs one read(2), not two. Nothing else may read the stream. It
+// is not safe for concurrent use.
 type Reader struct {
 	r   io.Reader
 	max int64
-	hdr [headerSize]byte
-	buf []byte
+	// buf[start:end] is read and not yet returned; err is the error the
+	// stream gave with the last bytes it returned, held until they are
+	// used up.
+	buf        []byte
+	start, end int
+	err        error
 }
+
+// readBuffer is the buffer a Reader starts with: a few small frames.
+const readBuffer = 4 << 10
 
 // NewReader returns a Reader that refuses bodies over max bytes; max <= 0
 // means DefaultMaxRequest.
@@ -46,24 +56,16 @@ func NewReader(r io.Reader, max int) *Reader {
 // buffered, and reported as *FrameTooLargeError, so the caller can answer
 // and go on reading the next frame.
 func (fr *Reader) ReadFrame() ([]byte, error) {
-	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
-		if err == io.EOF {
+	if err := fr.fill(headerSize); err != nil {
+		if err == io.EOF && fr.end == fr.start {
 			return nil, io.EOF
 		}
-		return nil, fmt.Errorf("read frame header: %w", err)
+		return nil, fmt.Errorf("read frame header: %w", eofIsUnexpected(err))
 	}
-	size := int64(binary.BigEndian.Uint32(fr.hdr[:]))
+	size := int64(binary.BigEndian.Uint32(fr.buf[fr.start:]))
+	fr.start += headerSize
 	if size > fr.max {
-		// io.Discard reads through a small pooled buffer: draining a 4 GiB
-		// prefix costs time on the wire, never 4 GiB of memory.
-		n, err := io.CopyN(io.Discard, fr.r, size)
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("drain %d-byte frame after %d bytes: %w", size, n, err)
-		}
-		return nil, &FrameTooLargeError{Size: size, Max: fr.max}
+		return nil, fr.drain(size)
 	}
 	body, err := fr.readBody(int(size))
 	if err != nil {
@@ -72,20 +74,84 @@ func (fr *Reader) ReadFrame() ([]byte, error) {
 	return body, nil
 }
 
+// fill reads until n bytes are buffered (n <= keepBuffer), reading as much
+// as the stream has ready each time.
+func (fr *Reader) fill(n int) error {
+	if fr.end-fr.start >= n {
+		return nil
+	}
+	if fr.start+n > cap(fr.buf) {
+		buf := fr.buf
+		if n > cap(buf) {
+			buf = make([]byte, max(n, readBuffer))
+		}
+		fr.end = copy(buf[:cap(buf)], fr.buf[fr.start:fr.end])
+		fr.buf, fr.start = buf[:cap(buf)], 0
+	}
+	for fr.end-fr.start < n {
+		if err := fr.takeErr(); err != nil {
+			return err
+		}
+		k, err := fr.r.Read(fr.buf[fr.end:cap(fr.buf)])
+		fr.end += k
+		fr.err = err
+	}
+	return nil
+}
+
+// takeErr returns the error held back with the last bytes read, once, as
+// an unbuffered read would have returned it once.
+func (fr *Reader) takeErr() error {
+	err := fr.err
+	fr.err = nil
+	return err
+}
+
+// take returns up to n buffered bytes and consumes them.
+func (fr *Reader) take(n int) []byte {
+	n = min(n, fr.end-fr.start)
+	b := fr.buf[fr.start : fr.start+n]
+	fr.start += n
+	if fr.start == fr.end {
+		fr.start, fr.end = 0, 0
+	}
+	return b
+}
+
+// drain discards the body of an oversized frame. io.Discard reads through
+// a small pooled buffer: draining a 4 GiB prefix costs time on the wire,
+// never 4 GiB of memory.
+func (fr *Reader) drain(size int64) error {
+	buffered := int64(len(fr.take(int(min(size, int64(fr.end-fr.start))))))
+	var err error
+	n := buffered
+	if n < size {
+		if err = fr.takeErr(); err == nil {
+			var k int64
+			k, err = io.CopyN(io.Discard, fr.r, size-n)
+			n += k
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("drain %d-byte frame after %d bytes: %w", size, n, eofIsUnexpected(err))
+	}
+	return &FrameTooLargeError{Size: size, Max: fr.max}
+}
+
 // readBody reads size bytes. A large body is grown as its bytes arrive, so
 // a peer that announces a large frame and sends little costs little.
 func (fr *Reader) readBody(size int) ([]byte, error) {
-	if size <= keepBuffer {
-		if cap(fr.buf) < size {
-			fr.buf = make([]byte, max(size, 4<<10))
-		}
-		body := fr.buf[:size]
-		if _, err := io.ReadFull(fr.r, body); err != nil {
+	if size <= keepBuffer-headerSize {
+		if err := fr.fill(size); err != nil {
 			return nil, eofIsUnexpected(err)
 		}
-		return body, nil
+		return fr.take(size), nil
 	}
 	body := make([]byte, 0, keepBuffer)
+	body = append(body, fr.take(size)...)
+	if err := fr.takeErr(); err != nil && len(body) < size {
+		return nil, eofIsUnexpected(err)
+	}
 	for len(body) < size {
 		if len(body) == cap(body) {
 			body = growTo(body, min(2*cap(body), size))

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // Seeds live in testdata/fuzz/<FuzzName>/, where go test reads them on
@@ -16,37 +19,55 @@ import (
 // FuzzReadFrame feeds arbitrary streams to a Reader with a small cap. It
 // must only ever return frames within the cap, a drained too-large frame,
 // io.EOF or io.ErrUnexpectedEOF; and a stream it reads to a clean end must
-// be exactly the frames it returned.
+// be exactly the frames it returned. However the stream comes in pieces,
+// the Reader (which reads ahead) returns the same.
 func FuzzReadFrame(f *testing.F) {
 	const max = 64
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := NewReader(bytes.NewReader(data), max)
-		var rebuilt []byte
-		clean := true
-	read:
-		for {
-			body, err := r.ReadFrame()
-			switch {
-			case err == nil:
-				if len(body) > max {
-					t.Fatalf("frame of %d bytes over the %d cap", len(body), max)
-				}
-				rebuilt = appendFrame(rebuilt, body)
-			case isFrameTooLarge(err):
-				clean = false
-			case err == io.EOF:
-				break read
-			case errors.Is(err, io.ErrUnexpectedEOF):
-				clean = false
-				break read
-			default:
-				t.Fatalf("ReadFrame: unexpected error %v", err)
+		whole := readAll(t, bytes.NewReader(data), max, data)
+		for _, r := range []io.Reader{iotest.OneByteReader(bytes.NewReader(data)), iotest.DataErrReader(iotest.HalfReader(bytes.NewReader(data)))} {
+			if got := readAll(t, r, max, data); got != whole {
+				t.Fatalf("read in pieces: %s; at once: %s", got, whole)
 			}
 		}
-		if clean && !bytes.Equal(rebuilt, data) {
-			t.Fatalf("frames read re-encode to %q, stream was %q", rebuilt, data)
-		}
 	})
+}
+
+// readAll reads frames from src to the end and describes what it got.
+func readAll(t *testing.T, src io.Reader, max int, data []byte) string {
+	t.Helper()
+	var got strings.Builder
+	r := NewReader(src, max)
+	var rebuilt []byte
+	clean := true
+read:
+	for {
+		body, err := r.ReadFrame()
+		switch {
+		case err == nil:
+			if len(body) > max {
+				t.Fatalf("frame of %d bytes over the %d cap", len(body), max)
+			}
+			rebuilt = appendFrame(rebuilt, body)
+			fmt.Fprintf(&got, "frame %q; ", body)
+		case isFrameTooLarge(err):
+			clean = false
+			fmt.Fprintf(&got, "%v; ", err)
+		case err == io.EOF:
+			got.WriteString("EOF")
+			break read
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			clean = false
+			got.WriteString("unexpected EOF")
+			break read
+		default:
+			t.Fatalf("ReadFrame: unexpected error %v", err)
+		}
+	}
+	if clean && !bytes.Equal(rebuilt, data) {
+		t.Fatalf("frames read re-encode to %q, stream was %q", rebuilt, data)
+	}
+	return got.String()
 }
 
 // FuzzDecodeMessage feeds arbitrary frame bodies to DecodeRequest and to

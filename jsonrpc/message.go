@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -92,30 +93,46 @@ func validJSON(data []byte) bool {
 
 // decodeRequest is DecodeRequest for data already known to be valid JSON.
 func decodeRequest(data []byte) (*Request, error) {
-	if firstByte(data) != '{' {
-		return nil, &RequestError{Detail: "request is not a JSON object"}
+	req := new(Request)
+	if err := req.decode(data); err != nil {
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("decode request: %w: %w", ErrParse, err)
+	return req, nil
+}
+
+// decode fills r from data, a request object already known to be valid
+// JSON, as DecodeRequest documents. It walks the object with the scanner
+// of scan.go: the members are only sliced, and ID and Params are copied out
+// of data together in one allocation, so they outlive a reused frame
+// buffer.
+func (r *Request) decode(data []byte) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return &RequestError{Detail: "request is not a JSON object"}
 	}
 	var (
-		req    Request
-		seen   int
-		detail string
+		seen       int
+		detail     string
+		id, params []byte
 	)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("decode request: %w: %w", ErrParse, err)
+	for i = skipSpace(data, i+1); i < len(data) && data[i] != '}'; {
+		m, next, ok := nextMember(data, i)
+		if !ok {
+			return fmt.Errorf("decode request: %w", ErrParse)
 		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("decode request: %w: %w", ErrParse, err)
-		}
-		key, _ := tok.(string)
-		if d := req.setMember(key, raw, &seen); d != "" && detail == "" {
+		if d := r.setMember(m, &seen, &id, &params); d != "" && detail == "" {
 			detail = d
+		}
+		i = next
+	}
+	if len(id)+len(params) > 0 {
+		buf := make([]byte, 0, len(id)+len(params))
+		buf = append(append(buf, id...), params...)
+		if len(id) > 0 {
+			r.ID = buf[:len(id):len(id)]
+		}
+		if len(params) > 0 {
+			r.Params = buf[len(id):]
 		}
 	}
 	switch {
@@ -125,45 +142,109 @@ func decodeRequest(data []byte) (*Request, error) {
 	case seen&hasMethod == 0:
 		detail = "method is required"
 	default:
-		return &req, nil
+		return nil
 	}
-	return nil, &RequestError{ID: req.ID, Detail: detail}
+	return &RequestError{ID: r.ID, Detail: detail}
 }
 
-// setMember stores one member of a request object and returns what is wrong
-// with it, or "". The phrases are fixed: they go on the wire.
-func (r *Request) setMember(key string, raw json.RawMessage, seen *int) string {
-	bit := memberBit(key)
+// setMember takes in one member of a request object and returns what is
+// wrong with it, or "". The id and params it keeps still point into the
+// frame: decode copies them. The phrases are fixed: they go on the wire.
+func (r *Request) setMember(m member, seen *int, id, params *[]byte) string {
+	bit := memberBitOf(m)
 	if bit == 0 {
 		return ""
 	}
 	if *seen&bit != 0 {
-		return "duplicate member " + strconv.Quote(key)
+		return "duplicate member " + strconv.Quote(memberName(bit))
 	}
 	*seen |= bit
+	raw := m.value
 	switch bit {
 	case hasVersion:
-		if json.Unmarshal(raw, &r.JSONRPC) != nil || r.JSONRPC != Version {
+		if !isString(raw, Version) {
 			return `jsonrpc must be "2.0"`
 		}
+		r.JSONRPC = Version
 	case hasID:
 		switch c := raw[0]; {
 		case c == '"', c == '-', c >= '0' && c <= '9', c == 'n':
-			r.ID = raw
+			*id = raw
 		default:
 			return "id must be a string, a number or null"
 		}
 	case hasMethod:
-		if json.Unmarshal(raw, &r.Method) != nil {
+		// As encoding/json decodes into a string: null leaves it empty.
+		switch {
+		case raw[0] == '"':
+			r.Method = stringValue(raw)
+		case string(raw) != "null":
 			return "method must be a string"
 		}
 	case hasParams:
 		if c := raw[0]; c != '{' && c != '[' {
 			return "params must be an object or an array"
 		}
-		r.Params = raw
+		*params = raw
 	}
 	return ""
+}
+
+// memberBitOf is memberBit of a member's key, decoded only if it holds an
+// escape: "jsonr\u0070c" is the jsonrpc member too.
+func memberBitOf(m member) int {
+	if !m.escaped {
+		return memberBit(string(m.key[1 : len(m.key)-1]))
+	}
+	var key string
+	if json.Unmarshal(m.key, &key) != nil {
+		return 0
+	}
+	return memberBit(key)
+}
+
+// isString reports whether raw, a JSON string, decodes to want.
+func isString(raw []byte, want string) bool {
+	if len(raw) == len(want)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == want {
+		return true
+	}
+	if raw[0] != '"' || bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == want
+}
+
+// stringValue decodes raw, a JSON string; the broker's own method names
+// cost no allocation.
+func stringValue(raw []byte) string {
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		switch string(body) {
+		case MethodToolCall:
+			return MethodToolCall
+		case MethodToolList:
+			return MethodToolList
+		case MethodBrokerStatus:
+			return MethodBrokerStatus
+		}
+		return string(body)
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s) // valid JSON: a string decodes
+	return s
+}
+
+func memberName(bit int) string {
+	switch bit {
+	case hasVersion:
+		return "jsonrpc"
+	case hasID:
+		return "id"
+	case hasMethod:
+		return "method"
+	}
+	return "params"
 }
 
 func memberBit(key string) int {
@@ -200,13 +281,35 @@ func DecodeParams(params json.RawMessage, v any) error {
 	if len(params) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return paramsError(err)
+	pd := paramsDecoders.Get().(*paramsDecoder)
+	pd.src.Reset(params)
+	if err := pd.dec.Decode(v); err != nil {
+		return paramsError(err) // a decoder that failed stays failed: drop it
+	}
+	if pd.dec.InputOffset() == pd.done+int64(len(params)) && len(params) <= keepBuffer {
+		// Read to the end, nothing buffered, and the buffer it grew for
+		// these params is not one worth pinning: fit for the next.
+		pd.done += int64(len(params))
+		paramsDecoders.Put(pd)
 	}
 	return nil
 }
+
+// paramsDecoder is a json.Decoder kept for the next DecodeParams: making
+// one costs more than decoding a tool call's params with it. It reads
+// whatever src is reset to; done is its InputOffset after the last params.
+type paramsDecoder struct {
+	src  bytes.Reader
+	dec  *json.Decoder
+	done int64
+}
+
+var paramsDecoders = sync.Pool{New: func() any {
+	pd := new(paramsDecoder)
+	pd.dec = json.NewDecoder(&pd.src)
+	pd.dec.DisallowUnknownFields()
+	return pd
+}}
 
 // paramsError turns a decoding failure into words fit for the wire: JSON
 // type names rather than Go ones, and never the text of a custom decoder.

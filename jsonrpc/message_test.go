@@ -156,3 +156,32 @@ func raw(s string) json.RawMessage {
 	}
 	return json.RawMessage(s)
 }
+
+// DecodeParams reuses its decoders; whatever one decoded last, failed on
+// or left unread must not show in the next.
+func TestDecodeParamsReuse(t *testing.T) {
+	type args struct {
+		Path string `json:"path"`
+		N    int    `json:"n"`
+	}
+	for i, tt := range []struct {
+		params string
+		want   args
+		err    bool
+	}{
+		{params: `{"path":"/a","n":1}`, want: args{"/a", 1}},
+		{params: `{"path":"/b"}  `, want: args{Path: "/b"}},
+		{params: `{"n":2}`, want: args{N: 2}},
+		{params: `{"n":"x"}`, err: true},
+		{params: `{"path":"/c"} {"n":9}`, want: args{Path: "/c"}},
+		{params: `{"n":3}`, want: args{N: 3}},
+		{params: `{"path":`, err: true},
+		{params: `{"path":"/d","n":4}`, want: args{"/d", 4}},
+	} {
+		var got args
+		err := jsonrpc.DecodeParams(raw(tt.params), &got)
+		if (err != nil) != tt.err || (!tt.err && got != tt.want) {
+			t.Errorf("%d: DecodeParams(%s) = %+v, %v", i, tt.params, got, err)
+		}
+	}
+}

@@ -19,7 +19,8 @@ import (
 // ErrInvalidParams (DecodeParams produces one); an enforcement refusal
 // returns an *enforce.Denial. Any other error is answered as internal_error
 // and its text stays in the server's log. The result is marshalled with
-// encoding/json; see Truncatable for results that may be large.
+// encoding/json, unless it is Encoded already; see Truncatable for results
+// that may be large.
 //
 // Handlers must honour ctx: it is cancelled when the server stops, and the
 // server waits for the handler to return.
@@ -44,6 +45,14 @@ func (f HandlerFunc) Handle(ctx context.Context, method string, params json.RawM
 // {"truncated": true, "error": "response_too_large", "size": N, "max": M}.
 type Truncatable interface {
 	Truncate(max int) any
+}
+
+// Encoded is a result a handler has already encoded with json.Marshal,
+// so compact and HTML-escaped: the server sends EncodedJSON as it is,
+// where it would marshal any other result again (which re-validates and
+// copies it). An Encoded result may be Truncatable too.
+type Encoded interface {
+	EncodedJSON() []byte
 }
 
 // minResponse is the least MaxResponse honoured, so that an error response
@@ -82,6 +91,9 @@ type session struct {
 	s           *Server
 	log         *slog.Logger
 	maxResponse int
+	// out is the buffer of success replies, reused from one frame to the
+	// next while it stays under keepBuffer.
+	out []byte
 }
 
 func (s *Server) session() *session {
@@ -127,7 +139,11 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 		if reply == nil {
 			continue
 		}
-		if err := w.WriteFrame(reply); err != nil {
+		err = w.WriteFrame(reply)
+		if cap(ss.out) > keepBuffer {
+			ss.out = nil // a big reply does not pin its size for the connection's life
+		}
+		if err != nil {
 			if ctx.Err() != nil || hungUp(err) {
 				return nil
 			}
@@ -267,8 +283,8 @@ func (ss *session) handleBatch(ctx context.Context, body []byte) []byte {
 // handleOne answers one request object within room bytes; nil for a
 // notification.
 func (ss *session) handleOne(ctx context.Context, raw []byte, room int) []byte {
-	req, err := decodeRequest(raw)
-	if err != nil {
+	var req Request
+	if err := req.decode(raw); err != nil {
 		var qe *RequestError
 		var id json.RawMessage
 		if errors.As(err, &qe) {
@@ -276,7 +292,7 @@ func (ss *session) handleOne(ctx context.Context, raw []byte, room int) []byte {
 		}
 		return ss.errorResponse(id, ErrorFromGo(err), room)
 	}
-	result, err := ss.call(ctx, req, room-envelopeSize(req.ID))
+	result, err := ss.call(ctx, &req, room-envelopeSize(req.ID))
 	if req.IsNotification() {
 		if err != nil {
 			ss.log.Debug("jsonrpc: notification failed", "method", req.Method, "error", err)
@@ -286,7 +302,10 @@ func (ss *session) handleOne(ctx context.Context, raw []byte, room int) []byte {
 	if err != nil {
 		return ss.errorResponse(req.ID, ss.wireError(req.Method, err), room)
 	}
-	return appendResponse(nil, req.ID, result, nil)
+	// The reply is written before the next frame is read: one buffer
+	// serves every reply of the connection.
+	ss.out = appendResponse(ss.out[:0], req.ID, result, nil)
+	return ss.out
 }
 
 // call runs the handler and marshals its result to fit room bytes. A panic
@@ -310,9 +329,14 @@ func (ss *session) call(ctx context.Context, req *Request, room int) (result jso
 
 // fit marshals v, shrinking it when it exceeds room bytes (see Truncatable).
 func (ss *session) fit(method string, v any, room int) (json.RawMessage, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("%s: marshal result: %w", method, err)
+	var raw []byte
+	if e, ok := v.(Encoded); ok {
+		raw = e.EncodedJSON()
+	} else {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("%s: marshal result: %w", method, err)
+		}
 	}
 	if len(raw) <= room {
 		return raw, nil

@@ -30,8 +30,9 @@ const maxConns = 4
 // Store is the state database of one state dir. It is safe for concurrent
 // use by goroutines, and any number of processes may open the same dir.
 type Store struct {
-	db   *sql.DB
-	path string
+	db      *sql.DB
+	path    string
+	inserts insertStmts // audit.go
 }
 
 // Open creates the state dir if needed (mode 0700), refuses it if it is
@@ -70,7 +71,8 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 // Close closes the database. Rows already committed are durable; WAL
 // checkpointing is left to SQLite.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	serr := s.inserts.close()
+	if err := errors.Join(serr, s.db.Close()); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -44,7 +45,24 @@ func OpenNoFollow(path string, flags int) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return regularFile(fd, path)
+	return regularFile(fd, path, flags)
+}
+
+// symlinkFree reports whether path, absolute and clean, has no symlink on
+// it now: an O_PATH openat2 with RESOLVE_NO_SYMLINKS succeeds only then,
+// and opens nothing (no FIFO can block it, no device is touched). False
+// when it cannot tell.
+func symlinkFree(path string) bool {
+	if noOpenat2.Load() {
+		return false
+	}
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := ignoringEINTR(func() (int, error) { return unix.Openat2(unix.AT_FDCWD, path, how) })
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 func openat2(path string, flags int, mode uint32) (int, error) {
@@ -152,21 +170,80 @@ func openError(op, path string, errno error) error {
 	return &fs.PathError{Op: op, Path: path, Err: errno}
 }
 
-// regularFile checks that fd is a regular file and hands it to an
-// *os.File in blocking mode; otherwise it closes fd.
-func regularFile(fd int, path string) (*os.File, error) {
+// regularFile checks that fd, opened with flags, is a regular file and
+// hands it to an *os.File in blocking mode; otherwise it closes fd.
+func regularFile(fd int, path string, flags int) (*os.File, error) {
+	if _, err := regularFD(fd, path, flags); err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// regularFD is regularFile for a bare descriptor; it returns the file's
+// size.
+func regularFD(fd int, path string, flags int) (int64, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, openError("fstat", path, err)
+		return 0, openError("fstat", path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+		return 0, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
 	}
-	if err := unix.SetNonblock(fd, false); err != nil {
+	// The status flags are those fd was opened with: set them less
+	// O_NONBLOCK, without reading them back first (F_SETFL ignores the
+	// access mode and the creation flags).
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags&^unix.O_NONBLOCK); err != nil {
 		unix.Close(fd)
-		return nil, openError("fcntl", path, err)
+		return 0, openError("fcntl", path, err)
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	return st.Size, nil
+}
+
+// openForRead opens path for Read as OpenNoFollow opens it for reading,
+// and returns its size. Read's file lives for one call and is read once,
+// front to back: the bare descriptor does, without the fcntl, the second
+// fstat and the finalizer an *os.File would cost.
+func openForRead(path string) (io.ReadCloser, int64, error) {
+	if err := checkOpenPath(path); err != nil {
+		return nil, 0, err
+	}
+	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK
+	fd, err := openat2(path, flags, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	size, err := regularFD(fd, path, flags)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &fdReader{fd: fd, path: path}, size, nil
+}
+
+// fdReader reads a descriptor until EOF, then closes it.
+type fdReader struct {
+	fd   int
+	path string
+}
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := ignoringEINTR(func() (int, error) { return unix.Read(r.fd, p) })
+	switch {
+	case err != nil:
+		return 0, &fs.PathError{Op: "read", Path: r.path, Err: err}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (r *fdReader) Close() error {
+	if err := unix.Close(r.fd); err != nil {
+		return &fs.PathError{Op: "close", Path: r.path, Err: err}
+	}
+	return nil
 }

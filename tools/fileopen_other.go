@@ -5,6 +5,7 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -41,6 +42,23 @@ func OpenNoFollow(path string, flags int) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// openForRead opens path for Read with OpenNoFollow and returns its size,
+// or -1 when it cannot be told.
+func openForRead(path string) (io.ReadCloser, int64, error) {
+	f, err := OpenNoFollow(path, os.O_RDONLY)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return f, size, nil
+}
+
+// symlinkFree cannot tell here: Read resolves paths the enforcer's way.
+func symlinkFree(string) bool { return false }
 
 // lstatWalk checks that no component of path is a symlink and returns
 // what the last one is.

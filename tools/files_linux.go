@@ -106,7 +106,7 @@ func editFile(path string, max int64, edit func([]byte) ([]byte, error)) error {
 	if err != nil {
 		return openError("openat", path, err)
 	}
-	f, err := regularFile(fd, path)
+	f, err := regularFile(fd, path, flags)
 	if err != nil {
 		return err
 	}
