@@ -15,11 +15,24 @@ import (
 // TestExecShimBinaries runs one skill with the dedicated skillrun-shim
 // installed beside skillrun (what `make build` produces) and with skillrun
 // alone, which then plays the shim itself: both run the skill confined and
-// pass its exit code through, and the sandbox's /run/skillrun/shim is the
-// binary LocateShim chose.
+// pass its exit code through, the skill and a Bash command run under one
+// seccomp filter each, and the sandbox's /run/skillrun/shim is the binary
+// LocateShim chose.
 func TestExecShimBinaries(t *testing.T) {
 	e := newEnv(t)
-	dir := e.skill("shim-binaries", "", "#!/bin/sh\nstat -c 'shim_size=%s' /run/skillrun/shim\nid -u | sed 's/^/uid=/'\nexit 7\n")
+	dir := e.skill("shim-binaries", "allowed-tools: Bash(grep -E ^Seccomp /proc/self/status)", pyClient+`
+import subprocess
+print("shim_size=%d" % os.stat("/run/skillrun/shim").st_size)
+print("uid=%d" % os.getuid())
+for l in open("/proc/self/status"):
+    if l.startswith("Seccomp"):
+        print("skill_" + l.replace("\t", "").strip())
+connect()
+r = call("tool.call", {"tool": "Bash", "args": {"command": "grep -E ^Seccomp /proc/self/status"}})
+for l in r["result"]["stdout"].splitlines():
+    print("bash_" + l.replace("\t", "").strip())
+sys.exit(7)
+`)
 	e.trust(dir)
 
 	alone := t.TempDir()
@@ -48,12 +61,20 @@ func TestExecShimBinaries(t *testing.T) {
 			if code := cmd.ProcessState.ExitCode(); code != 7 {
 				t.Fatalf("exit %d (%v), want the skill's 7; stderr: %s", code, err, stderr.String())
 			}
-			out := stdout.String()
-			if want := "shim_size=" + strconv.FormatInt(st.Size(), 10); !strings.Contains(out, want) {
-				t.Errorf("stdout %q, want %q: the sandbox runs another shim than %s", out, want, tc.wantShim)
+			got := lines(stdout.String())
+			if want := strconv.FormatInt(st.Size(), 10); got["shim_size"] != want {
+				t.Errorf("shim_size=%q, want %s: the sandbox runs another shim than %s", got["shim_size"], want, tc.wantShim)
 			}
-			if strings.Contains(out, "uid=0\n") || !strings.Contains(out, "uid=") {
-				t.Errorf("stdout %q: the skill must run as its own unprivileged uid", out)
+			if uid, _ := strconv.Atoi(got["uid"]); uid <= 0 {
+				t.Errorf("uid=%q: the skill must run as its own unprivileged uid", got["uid"])
+			}
+			// Exactly one filter, in filter mode, on the entrypoint and on a
+			// command the Bash tool runs into the sandbox alike.
+			for _, who := range []string{"skill", "bash"} {
+				if !strings.Contains(stdout.String(), who+"_Seccomp:2\n") ||
+					!strings.Contains(stdout.String(), who+"_Seccomp_filters:1\n") {
+					t.Errorf("%s: want Seccomp:2 and Seccomp_filters:1 in\n%s", who, stdout.String())
+				}
 			}
 		})
 	}

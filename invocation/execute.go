@@ -3,7 +3,6 @@ package invocation
 import (
 	"context"
 	"errors"
-	"github.com/skillrun/skillrun/internal/phase"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/skillrun/skillrun/broker"
 	"github.com/skillrun/skillrun/enforce"
+	"github.com/skillrun/skillrun/internal/phase"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/store"
 	"github.com/skillrun/skillrun/tools"
@@ -143,21 +143,39 @@ func chownTree(dir string, uid int) error {
 	})
 }
 
+// shimBinary is the binary the sandbox runs as its pid 1 and exec stage:
+// skillrun-shim beside this executable, else this executable, or the
+// one the options name; whichever it is passes runtime.CheckShim.
+func (inv *invocation) shimBinary() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fail(OutcomeSetupFailed, ExitSetup, "locate skillrun binary: %v", err)
+	}
+	if inv.opts.ShimBinary == "" {
+		shim, _, err := runtime.LocateShim(exe)
+		if err != nil {
+			return "", fail(OutcomeSetupFailed, ExitSetup, "%v", err)
+		}
+		return shim, nil
+	}
+	shim, err := filepath.EvalSymlinks(inv.opts.ShimBinary)
+	if err == nil {
+		if shim, err = filepath.Abs(shim); err == nil {
+			err = runtime.CheckShim(shim, exe)
+		}
+	}
+	if err != nil {
+		return "", fail(OutcomeSetupFailed, ExitSetup, "shim %s: %v", inv.opts.ShimBinary, err)
+	}
+	return shim, nil
+}
+
 // startSandbox builds and starts the sandbox for the plan's isolation.
 func (inv *invocation) startSandbox(uid int, source string) (runtime.Sandbox, error) {
 	o := inv.opts
-	shim := o.ShimBinary
-	if shim == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fail(OutcomeSetupFailed, ExitSetup, "locate skillrun binary: %v", err)
-		}
-		if shim, _, err = runtime.LocateShim(exe); err != nil {
-			return nil, fail(OutcomeSetupFailed, ExitSetup, "%v", err)
-		}
-	}
-	if real, err := filepath.EvalSymlinks(shim); err == nil {
-		shim = real
+	shim, err := inv.shimBinary()
+	if err != nil {
+		return nil, err
 	}
 	spec := runtime.Spec{
 		Plan: inv.plan, InvocationID: o.InvocationID, TenantID: o.Tenant, Args: o.Args,
@@ -167,7 +185,6 @@ func (inv *invocation) startSandbox(uid int, source string) (runtime.Sandbox, er
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Logger: inv.log,
 	}
 	var sb runtime.Sandbox
-	var err error
 	if inv.plan.Isolation == enforce.IsolationContainer {
 		sb, err = runtime.NewContainer(spec)
 	} else {

@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/skillrun/skillrun/internal/phase"
-	"github.com/skillrun/skillrun/landlock/shim"
-	"github.com/skillrun/skillrun/seccomp"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -24,6 +21,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/enforce"
+	"github.com/skillrun/skillrun/internal/phase"
+	"github.com/skillrun/skillrun/landlock/shim"
+	"github.com/skillrun/skillrun/seccomp"
 )
 
 // statusTimeout bounds how long the shim may take to report that Landlock
@@ -102,7 +102,7 @@ func (s *container) Start() (err error) {
 	s.lifeline = lifeW // held until Destroy; its close tells the shim we are gone
 	noNewPrivs := true
 	s.proc = &libcontainer.Process{
-		Args:            []string{enforce.ShimPath, "__shim", enforce.ShimConfigPath},
+		Args:            []string{enforce.ShimPath, shim.ShimCommand, enforce.ShimConfigPath},
 		Env:             s.spec.Env(enforce.SocketPath),
 		Cwd:             "/",
 		Stdin:           s.spec.Stdin,

@@ -11,12 +11,13 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 
 	"github.com/skillrun/skillrun/enforce"
+	"github.com/skillrun/skillrun/landlock/shim"
 )
 
 // Exec runs a command inside the running container: a new process joins
-// its namespaces and cgroup, gets the same seccomp filter from libcontainer,
-// and goes through the same shim, so it is confined by the same Landlock
-// rules and runs as the invocation's uid with the same rlimits. It never
+// its namespaces and cgroup and goes through the same shim, so it loads
+// the same seccomp program, is confined by the same Landlock rules and
+// runs as the invocation's uid with the same rlimits. It never
 // runs on the host. When ctx ends, the command's whole process group is
 // killed.
 func (s *container) Exec(ctx context.Context, req ExecRequest) (Exit, error) {
@@ -45,7 +46,7 @@ func (s *container) Exec(ctx context.Context, req ExecRequest) (Exit, error) {
 	defer lifeW.Close()
 	noNewPrivs := true
 	proc := &libcontainer.Process{
-		Args:            []string{enforce.ShimPath, "__shim", string(inline)},
+		Args:            []string{enforce.ShimPath, shim.ShimCommand, string(inline)},
 		Env:             s.spec.Env(enforce.SocketPath),
 		Cwd:             "/",
 		Stdout:          req.Stdout,

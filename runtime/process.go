@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/skillrun/skillrun/landlock/shim"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/skillrun/skillrun/enforce"
+	"github.com/skillrun/skillrun/landlock/shim"
 )
 
 // process is the rlimit-only sandbox: a plain subprocess in a process group
@@ -60,7 +60,7 @@ func (p *process) Start() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	cmd := exec.Command(p.spec.ShimBinary, "__exec", string(spec))
+	cmd := exec.Command(p.spec.ShimBinary, shim.ExecCommand, string(spec))
 	cmd.Env = []string{} // not nil: nil would hand the skill skillrun's environment
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.spec.Stdin, p.spec.Stdout, p.spec.Stderr
 	cmd.SysProcAttr = processAttr(p.spec)
@@ -119,7 +119,7 @@ func (p *process) Exec(ctx context.Context, req ExecRequest) (Exit, error) {
 	if err != nil {
 		return Exit{}, err
 	}
-	cmd := exec.Command(p.spec.ShimBinary, "__exec", string(spec))
+	cmd := exec.Command(p.spec.ShimBinary, shim.ExecCommand, string(spec))
 	cmd.Env = []string{}
 	cmd.Stdout, cmd.Stderr = req.Stdout, req.Stderr
 	cmd.SysProcAttr = processAttr(p.spec)

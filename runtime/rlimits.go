@@ -1,10 +1,10 @@
 package runtime
 
 import (
-	"github.com/skillrun/skillrun/landlock/shim"
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/enforce"
+	"github.com/skillrun/skillrun/landlock/shim"
 )
 
 // Rlimits are the per-skill rlimits the exec stage applies just before

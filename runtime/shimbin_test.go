@@ -68,6 +68,46 @@ func TestLocateShim(t *testing.T) {
 			}
 		})
 	}
+	t.Run("refused: setuid", func(t *testing.T) {
+		_, exe := install(t, 0o755|os.ModeSetuid)
+		if _, _, err := LocateShim(exe); err == nil || !strings.Contains(err.Error(), "setuid or setgid") {
+			t.Fatalf("LocateShim of a setuid shim: %v, want a refusal", err)
+		}
+	})
+	t.Run("refused: a dangling symlink", func(t *testing.T) {
+		dir, exe := install(t, 0)
+		if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, ShimName)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LocateShim(exe); err == nil || !strings.Contains(err.Error(), ShimName) {
+			t.Fatalf("LocateShim with a dangling %s: %v, want an error, not skillrun itself", ShimName, err)
+		}
+	})
+	t.Run("refused: a folder others can write", func(t *testing.T) {
+		dir, exe := install(t, 0o755)
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LocateShim(exe); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+			t.Fatalf("LocateShim in a 0777 folder: %v, want a refusal naming the folder", err)
+		}
+		// The sticky bit keeps others from renaming what is not theirs.
+		if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LocateShim(exe); err != nil {
+			t.Fatalf("LocateShim in a sticky 1777 folder: %v", err)
+		}
+	})
+	t.Run("refused: skillrun itself in a folder others can write", func(t *testing.T) {
+		dir, exe := install(t, 0)
+		if err := os.Chmod(dir, 0o757); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LocateShim(exe); err == nil || !strings.Contains(err.Error(), "skillrun itself") {
+			t.Fatalf("LocateShim of skillrun in a 0757 folder: %v, want a refusal", err)
+		}
+	})
 	t.Run("refused: a directory", func(t *testing.T) {
 		dir, exe := install(t, 0)
 		if err := os.Mkdir(filepath.Join(dir, ShimName), 0o755); err != nil {
@@ -87,6 +127,26 @@ func TestLocateShim(t *testing.T) {
 		}
 		if _, _, err := LocateShim(exe); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
 			t.Fatalf("LocateShim of a shim owned by 65534: %v, want 'owned by uid 65534'", err)
+		}
+	})
+	t.Run("refused: a symlink into a folder another user owns", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root: only root can give a folder another owner")
+		}
+		dir, exe := install(t, 0)
+		theirs := t.TempDir()
+		target := filepath.Join(theirs, "shim")
+		if err := os.WriteFile(target, []byte("shim"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(theirs, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, ShimName)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LocateShim(exe); err == nil || !strings.Contains(err.Error(), "owned by uid 1000") {
+			t.Fatalf("LocateShim through a folder of uid 1000: %v, want a refusal naming it", err)
 		}
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Compile returns the BPF program libcontainer loads for Config(), as the
+// Compile returns the BPF program libcontainer would load for Config(), as the
 // kernel receives it: struct sock_filter records (code uint16, jt uint8,
 // jf uint8, k uint32) in host byte order, the layout of
 // seccomp_export_bpf(3).

@@ -14,10 +14,11 @@ import (
 // architecture alone, and one Syscall entry per rule or per alternative of
 // a conditional rule, sorted by name so the result is stable.
 //
-// The translation needs no cgo; loading the filter does, so a binary built
-// without cgo or the seccomp tag gets an error from libcontainer when the
-// container starts ("config provided but seccomp not supported") instead of
-// running without a filter.
+// The sandbox does not hand this to libcontainer: the shim loads
+// [Program], which is what libcontainer would compile from it (see
+// Compile). Config remains the profile in libcontainer's terms: what
+// Compile and its tests start from, and what the benchmark's runc bundle
+// is made of.
 //
 // What libcontainer adds when it loads this (see Compile): the calling
 // thread's filter is built by libseccomp with its default bad-architecture

@@ -1,5 +1,6 @@
 // Package seccomp holds the sandbox's seccomp profile as data and turns it
-// into the filter libcontainer loads.
+// into the filter the sandbox's shim loads ([Program], compiled ahead of
+// time by [Compile], exactly as libcontainer would compile it).
 //
 // # The profile
 //
@@ -55,8 +56,12 @@
 //
 // # Builds
 //
-// The table and [Rules] build everywhere; [Config] on Linux (libcontainer's
-// configs package is Linux-only); [Compile] needs Linux, cgo and the
-// seccomp build tag, and elsewhere returns an error wrapping
-// errors.ErrUnsupported.
+// The table, [Rules] and [Program] build everywhere; [Config] on Linux
+// (libcontainer's configs package is Linux-only); [Compile] needs Linux,
+// cgo and the seccomp build tag, and elsewhere returns an error wrapping
+// errors.ErrUnsupported. Program is Compile's output kept in the package
+// (program.bpf, with the profile's hash in program.sum), so the running
+// supervisor needs no libseccomp: `make seccomp-golden` regenerates it
+// with the golden files, and TestProgramIsCurrent (no cgo needed) fails
+// when the profile has changed since.
 package seccomp

@@ -1,6 +1,6 @@
 // Command skillrun-shim is the part of skillrun that runs inside the
-// sandbox: pid 1 of every container (`skillrun-shim __shim CONFIG`) and the
-// unprivileged exec stage it starts (`skillrun-shim __exec JSON`). skillrun
+// sandbox: pid 1 of every container (`skillrun-shim __shim.v1 CONFIG`) and the
+// unprivileged exec stage it starts (`skillrun-shim __exec.v1 JSON`). skillrun
 // uses it when it is installed beside the skillrun binary; without it the
 // skillrun binary plays both parts itself, only slower to start (it is
 // about fifteen times larger). It is not a user command.
@@ -21,6 +21,6 @@ func main() {
 		fmt.Printf("skillrun-shim protocol %d\n", shim.Protocol)
 		return
 	}
-	fmt.Fprintln(os.Stderr, "skillrun-shim: started by skillrun inside its sandboxes, not by hand (usage: skillrun-shim __shim CONFIG | __exec JSON)")
+	fmt.Fprintln(os.Stderr, "skillrun-shim: started by skillrun inside its sandboxes, not by hand (usage: skillrun-shim __shim.v1 CONFIG | __exec.v1 JSON)")
 	os.Exit(2)
 }

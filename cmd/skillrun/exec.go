@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/skillrun/skillrun/internal/phase"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skillrun/skillrun/broker"
 	"github.com/skillrun/skillrun/enforce"
+	"github.com/skillrun/skillrun/internal/phase"
 	"github.com/skillrun/skillrun/invocation"
 	"github.com/skillrun/skillrun/runtime"
 )

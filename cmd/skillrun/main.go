@@ -4,11 +4,11 @@ package main
 
 import (
 	"context"
-	"github.com/skillrun/skillrun/internal/phase"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/skillrun/skillrun/internal/phase"
 	"github.com/skillrun/skillrun/landlock/shim"
 )
 

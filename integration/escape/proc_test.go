@@ -309,9 +309,9 @@ func TestEscapeShimReexec(t *testing.T) {
 		name, stage, config string
 		why                 []string // one of these
 	}{
-		{"esc-shim-uid0", "__shim", cfg(0), []string{"the skill needs an unprivileged uid"}},
-		{"esc-shim-uid1", "__shim", cfg(1), []string{"as uid 1: operation not permitted", "as uid 1: resource temporarily unavailable"}},
-		{"esc-exec-stage-rlimit", "__exec", raise, []string{"setrlimit RLIMIT_NPROC: operation not permitted"}},
+		{"esc-shim-uid0", shim.ShimCommand, cfg(0), []string{"the skill needs an unprivileged uid"}},
+		{"esc-shim-uid1", shim.ShimCommand, cfg(1), []string{"as uid 1: operation not permitted", "as uid 1: resource temporarily unavailable"}},
+		{"esc-exec-stage-rlimit", shim.ExecCommand, raise, []string{"setrlimit RLIMIT_NPROC: operation not permitted"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package shim is the sandbox's pid 1 and its exec stage: the code that
-// runs inside the container, as `skillrun-shim __shim CONFIG` and
-// `skillrun-shim __exec JSON` (or the same subcommands of the skillrun
+// runs inside the container, as `skillrun-shim __shim.v1 CONFIG` and
+// `skillrun-shim __exec.v1 JSON` (or the same subcommands of the skillrun
 // binary when no skillrun-shim is installed beside it). The shim confines
 // itself with Landlock, reports on the status pipe (fd 3), starts the exec
 // stage as the invocation's uid, and stays as pid 1 of the sandbox to
@@ -22,7 +22,7 @@ import (
 )
 
 // Where the shim binary and its config appear inside the sandbox: the
-// container runs `Path __shim ConfigPath`.
+// container runs `Path ShimCommand ConfigPath`.
 const (
 	Path       = landlock.ShimPath
 	ConfigPath = landlock.ShimConfigPath
@@ -33,6 +33,16 @@ const (
 // without the other must fail at once, naming the mismatch, rather than
 // read a config it does not understand. Change it with either struct.
 const Protocol = 1
+
+// The subcommands carry the protocol in their names as well as in the
+// JSON: a binary of another protocol does not know the name and stops
+// before it does anything, where one older than the field itself would
+// ignore it (json.Unmarshal drops unknown fields) and run the skill
+// without loading the seccomp program it never heard of.
+const (
+	ShimCommand = "__shim.v1" // the container process: ShimCommand CONFIG
+	ExecCommand = "__exec.v1" // the exec stage: ExecCommand JSON
+)
 
 // setupFailed is the shim's own exit code when it could not set up
 // (DESIGN §3: 125); the skill's codes pass through unchanged.
@@ -76,7 +86,7 @@ type Rlimit struct {
 	Hard     uint64 `json:"hard"`
 }
 
-// ExecSpec is what the exec stage ("__exec") takes on its command line:
+// ExecSpec is what the exec stage (ExecCommand) takes on its command line:
 // from the shim, and from the rlimit-only sandbox, which runs it directly.
 type ExecSpec struct {
 	Protocol   int      `json:"protocol"` // must be Protocol
@@ -140,8 +150,8 @@ func checkProtocol(p int) error {
 	return nil
 }
 
-// Subcommand runs the part of the sandbox args[0] names, "__shim" (Main)
-// or "__exec" (ExecStageMain), with the rest of args, and returns its exit
+// Subcommand runs the part of the sandbox args[0] names, ShimCommand (Main)
+// or ExecCommand (ExecStageMain), with the rest of args, and returns its exit
 // code; ok is false when args name neither. Both skillrun and
 // skillrun-shim start with it.
 func Subcommand(args []string) (code int, ok bool) {
@@ -149,9 +159,9 @@ func Subcommand(args []string) (code int, ok bool) {
 		return 0, false
 	}
 	switch args[0] {
-	case "__shim":
+	case ShimCommand:
 		return Main(args[1:]), true
-	case "__exec":
+	case ExecCommand:
 		return ExecStageMain(args[1:]), true
 	}
 	return 0, false
@@ -162,7 +172,7 @@ func Subcommand(args []string) (code int, ok bool) {
 func parseExecSpec(args []string) (ExecSpec, string, error) {
 	var spec ExecSpec
 	if len(args) != 1 {
-		return spec, "args", fmt.Errorf("usage: %s __exec JSON", Path)
+		return spec, "args", fmt.Errorf("usage: %s %s JSON", Path, ExecCommand)
 	}
 	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
 		return spec, "config", err

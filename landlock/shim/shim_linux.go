@@ -43,7 +43,7 @@ var forwardedSignals = []os.Signal{
 	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 }
 
-// Main is the "__shim" subcommand, the container process: args is
+// Main is the ShimCommand subcommand, the container process: args is
 // [configPath]. It returns the skill's exit code (128+N when a signal N
 // killed it), or 125 when setup failed, after saying why on stderr and on
 // the status pipe. On success it writes nothing on stdout or stderr.
@@ -54,7 +54,7 @@ func Main(args []string) int {
 	// skill runs this binary again under its RLIMIT_NPROC.
 	status := adoptStatusPipe()
 	if len(args) != 1 {
-		return fail(status, "args", fmt.Errorf("usage: %s __shim CONFIG", Path))
+		return fail(status, "args", fmt.Errorf("usage: %s %s CONFIG", Path, ShimCommand))
 	}
 	cfg, err := readConfig(args[0])
 	if err != nil {
@@ -264,7 +264,7 @@ func startExecStage(cfg Config) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	pid, err := syscall.ForkExec(execStagePath, []string{execStagePath, "__exec", string(spec)}, &syscall.ProcAttr{
+	pid, err := syscall.ForkExec(execStagePath, []string{execStagePath, ExecCommand, string(spec)}, &syscall.ProcAttr{
 		Dir:   cfg.Dir,
 		Env:   []string{},
 		Files: []uintptr{0, 1, 2},
@@ -354,7 +354,7 @@ func exitCode(ws syscall.WaitStatus) int {
 	return setupFailed
 }
 
-// ExecStageMain is the "__exec" subcommand, run by the shim as the
+// ExecStageMain is the ExecCommand subcommand, run by the shim as the
 // invocation's uid: args is [the JSON ExecSpec]. It leaves only fds 0-2 to
 // the skill, applies the rlimits (RLIMIT_AS last) and execs the entrypoint
 // without a PATH lookup. It returns only on failure: 127 when the

@@ -22,9 +22,9 @@ import (
 )
 
 // init lets the tests below run this test binary as the skillrun binary's
-// "__exec" subcommand; in any other run it does nothing.
+// ExecCommand subcommand; in any other run it does nothing.
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == "__exec" {
+	if len(os.Args) > 1 && os.Args[1] == ExecCommand {
 		os.Exit(ExecStageMain(os.Args[2:]))
 	}
 }
@@ -32,7 +32,7 @@ func init() {
 const shimConfigEnv = "SKILLRUN_SHIM_TEST_CONFIG"
 
 // TestShimProcess is the shim side of runShim. It calls Main from a
-// test, not from init as "__exec" is: during init Go pins the goroutine to
+// test, not from init as ExecCommand is: during init Go pins the goroutine to
 // the main thread, which would hide the thread a real shim runs on.
 func TestShimProcess(t *testing.T) {
 	config := os.Getenv(shimConfigEnv)
@@ -108,7 +108,7 @@ func shimWriteFile(t *testing.T, path, data string, mode os.FileMode) {
 // reach the entrypoint.
 func runExecStage(t *testing.T, exe string, spec string, asRoot bool) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(exe, "__exec", spec)
+	cmd := exec.Command(exe, ExecCommand, spec)
 	if os.Geteuid() == 0 && !asRoot {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
 	}
