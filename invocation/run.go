@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/skillrun/skillrun/internal/phase"
 	"io"
 	"log/slog"
 	"os"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/skillrun/skillrun/broker"
 	"github.com/skillrun/skillrun/enforce"
+	"github.com/skillrun/skillrun/internal/phase"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/skill"
 	"github.com/skillrun/skillrun/store"
