@@ -255,8 +255,11 @@ func (r *report) toolCalls() {
 			ratio := p50 / raw50
 			fmt.Fprintf(r.w, "| %s | %s | %.0f/%.0f | %s | %s | %.0f | %s | %.0f | %.2f× |\n", m.label, place, req, resp,
 				num(p50/1000), num(p99/1000), cps, num(raw50/1000), rcps, ratio)
-			r.target("- %s (%s) p50 ≤ 3× raw: %s — %s µs against %s µs = %.2f×", m.label, place, mark(ratio <= 3), num(p50/1000), num(raw50/1000), ratio)
-			r.target("- %s (%s) ≥ 30,000 calls/s on one connection: %s — %.0f calls/s", m.label, place, mark(cps >= 30000), cps)
+			if m.key != "toollist" {
+				continue // a real call, shown for scale: the targets are for a no-op call
+			}
+			r.target("- no-op call %s (%s) p50 ≤ 3× raw: %s — %s µs against %s µs = %.2f×", m.label, place, mark(ratio <= 3), num(p50/1000), num(raw50/1000), ratio)
+			r.target("- no-op call %s (%s) ≥ 30,000 calls/s on one connection: %s — %.0f calls/s", m.label, place, mark(cps >= 30000), cps)
 		}
 	}
 	for _, m := range []string{"toollist", "read"} {
@@ -270,6 +273,11 @@ func (r *report) toolCalls() {
 			fmt.Fprintf(r.w, "| in-process JSON-RPC, %s frames (%.0f allocs/call) | one process | | %s | | %.0f | %s | %.0f | %.2f× |\n",
 				m, allocs, num(j50/1000), jcps, num(raw50/1000), rcps, j50/raw50)
 		}
+	}
+	if toolCalls {
+		fmt.Fprintln(r.w, "\nThe targets (p50 ≤ 3× raw, ≥ 30,000 calls/s) are for a no-op call: `tool.list`, which the broker answers")
+		fmt.Fprintln(r.w, "from a list encoded once. `tool.call` Read is a real call, shown for scale and not judged: the path check, an")
+		fmt.Fprintln(r.w, "O_PATH probe, open, read and SHA-256 of the file, and two audit rows (started, completed) queued for SQLite.")
 	}
 	if !toolCalls {
 		fmt.Fprintln(r.w, "\n`BenchmarkToolCall` was not run (needs root).")
@@ -285,6 +293,9 @@ func (r *report) scale() {
 	fmt.Fprintln(r.w, "`integration BenchmarkScale`: N concurrent `skillrun exec` of a Python skill making 100 `Read` calls each, one")
 	fmt.Fprintln(r.w, "state store. sup = the supervisor process (broker included), shim = the sandbox's pid 1; peak RSS (VmHWM)")
 	fmt.Fprintln(r.w, "counts the pages of the skillrun binary all invocations share, anon (RssAnon) is each one's own memory.")
+	fmt.Fprintln(r.w, "The binaries are built elsewhere and copied into place first, as an operator installs them: run straight")
+	fmt.Fprintln(r.w, "from the linker's output, whose pages sit in the page cache in large folios, the same supervisor maps")
+	fmt.Fprintln(r.w, "about 10 MiB more of the binary for the same pages touched (measured: ~32 MiB against ~25 MiB).")
 	var rows []string
 	var base float64
 	scaled, allOK, memOK := false, true, true
