@@ -327,6 +327,13 @@ func report(c config, vs []*variant, cmds []string, load0, load1 string, ph *pha
 	md.WriteString("```\n")
 	if mk != nil {
 		mk.markdown(&md)
+		version := time.Duration(0)
+		for _, v := range vs {
+			if v.key == "VERSION" && len(v.wall) > 0 {
+				version = pct(v.wall, 50)
+			}
+		}
+		mk.leftMarkdown(&md, pct(s.wall, 50), pct(runc.wall, 50), version)
 	}
 	if ph != nil {
 		ph.markdown(&md, pct(s.wall, 50))
