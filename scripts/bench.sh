@@ -84,6 +84,9 @@ if [ "$(id -u)" -eq 0 ]; then
   # freshly linked file sits in the page cache in large folios, which adds
   # some 10 MiB to the RSS of every process that maps it.
   mkdir -p "$work/build"
+  # The scale benchmark's 64 concurrent invocations end just before: let
+  # the writeback and the kernel's deferred work they leave settle.
+  sleep 15
   if run "CGO_ENABLED=1 $GO build -tags '$tags' -ldflags '-linkmode external -extldflags \"-static\"' -o $work/build/skillrun ./cmd/skillrun" &&
     run "CGO_ENABLED=0 $GO build -o $work/build/skillrun-shim ./cmd/skillrun-shim" &&
     run "install -m 0755 $work/build/skillrun $work/build/skillrun-shim $work/" &&
