@@ -420,10 +420,14 @@ func machine(w io.Writer, loadBefore string) {
 		load = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	goVersion, _ := exec.Command("go", "version").Output()
-	// What was measured: the commit, and whether the tree had changes.
+	// What was measured: the commit, and whether the tree had changes
+	// other than the report this run replaces.
 	rev := os.Getenv("SKILLRUN_BENCH_REV")
-	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); rev == "" && err == nil {
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); rev == "" && err == nil {
 		rev = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--", ".", ":!BENCHMARKS.md").Output(); err == nil && len(st) > 0 {
+			rev += "-dirty"
+		}
 	}
 	if rev == "" {
 		rev = "unknown"
