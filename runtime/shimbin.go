@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -49,11 +50,12 @@ func LocateShim(exe string) (path string, dedicated bool, err error) {
 }
 
 // CheckShim applies LocateShim's rules to path, a symlink-free absolute
-// path, for a supervisor running exe: the file and each directory above it
-// must be owned by root or by exe's owner and writable by no one else (a
-// directory writable by others passes only with the sticky bit, which
-// keeps them from renaming what they do not own); the file must be
-// regular, without setuid or setgid bits, and executable by others.
+// path, for a supervisor running exe (symlink-free too): the file must be
+// regular, owned by root or by exe's owner, writable by no one else,
+// without setuid or setgid bits, and executable by others; no directory
+// above it may be writable by group or others unless it has the sticky
+// bit (which keeps them from renaming what they do not own), and one that
+// does not also hold exe must be owned by root or by exe's owner.
 func CheckShim(path, exe string) error {
 	exeSt, err := os.Stat(exe)
 	if err != nil {
@@ -91,7 +93,10 @@ func CheckShim(path, exe string) error {
 		if err != nil {
 			return err
 		}
-		if !trusted(dst) {
+		// A folder skillrun itself lies in is trusted as far as skillrun
+		// is: whoever owns it could replace skillrun as well (a checkout
+		// of another user's, built and run with sudo, is one).
+		if !trusted(dst) && !within(filepath.Dir(exe), dir) {
 			owner, _ := fileOwner(dst)
 			return fmt.Errorf("folder %s is owned by uid %d, who could swap the binary (neither root nor the owner of %s)", dir, owner, exe)
 		}
@@ -102,6 +107,11 @@ func CheckShim(path, exe string) error {
 			return nil
 		}
 	}
+}
+
+// within reports whether path is dir or lies beneath it; both clean.
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
 }
 
 func fileOwner(st fs.FileInfo) (uint32, bool) {

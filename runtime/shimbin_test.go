@@ -129,6 +129,20 @@ func TestLocateShim(t *testing.T) {
 			t.Fatalf("LocateShim of a shim owned by 65534: %v, want 'owned by uid 65534'", err)
 		}
 	})
+	t.Run("accepted: a folder another user owns that holds skillrun too", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root: only root can give a folder another owner")
+		}
+		// A user's checkout, built and run with sudo: the user could swap
+		// skillrun itself, so the shim beside it is no weaker.
+		dir, exe := install(t, 0o755)
+		if err := os.Chown(dir, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if got, dedicated, err := LocateShim(exe); err != nil || !dedicated {
+			t.Fatalf("LocateShim in a folder of uid 1000 that holds skillrun: %q, %v, %v", got, dedicated, err)
+		}
+	})
 	t.Run("refused: a symlink into a folder another user owns", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("needs root: only root can give a folder another owner")
