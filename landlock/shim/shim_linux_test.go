@@ -572,3 +572,26 @@ func TestSeccompProgramChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestSubcommandNames: only this protocol's names run anything; the names
+// of another (or of the shim before protocols, "__shim" and "__exec") are
+// not recognised, so a binary of another build refuses before it acts.
+func TestSubcommandNames(t *testing.T) {
+	if !strings.HasSuffix(ShimCommand, fmt.Sprintf(".v%d", Protocol)) || !strings.HasSuffix(ExecCommand, fmt.Sprintf(".v%d", Protocol)) {
+		t.Fatalf("ShimCommand %q and ExecCommand %q must name protocol %d", ShimCommand, ExecCommand, Protocol)
+	}
+	for _, args := range [][]string{
+		{"__shim", "{}"}, {"__exec", "{}"},
+		{fmt.Sprintf("__shim.v%d", Protocol+1), "{}"}, {fmt.Sprintf("__exec.v%d", Protocol+1), "{}"},
+		{"version"}, {},
+	} {
+		if code, ok := Subcommand(args); ok {
+			t.Errorf("Subcommand(%q) ran (exit %d); want it not recognised", args, code)
+		}
+	}
+	// The current name is recognised; a refused spec shows it ran.
+	code, ok := Subcommand([]string{ExecCommand, "not json"})
+	if !ok || code != setupFailed {
+		t.Errorf("Subcommand(%s, bad spec) = %d, %v; want %d, true", ExecCommand, code, ok, setupFailed)
+	}
+}
