@@ -94,7 +94,7 @@ for cmd in ["id -u", "echo second"]:
 	wantExit(t, r, 0)
 	got := lines(r.stdout)
 	if !strings.HasPrefix(got["id"], "ran:2") || got["echo"] != "approval_denied" {
-		t.Fatalf("first run: %v", got)
+		t.Fatalf("first run: %v\nstderr:\n%s", got, r.stderr)
 	}
 	if k := kinds(e.rows(r.id)); !slices.Contains(k, "skill.approval_requested") {
 		t.Errorf("rows %v lack skill.approval_requested", k)
@@ -104,7 +104,7 @@ for cmd in ["id -u", "echo second"]:
 	wantExit(t, r, 0)
 	got = lines(r.stdout)
 	if !strings.HasPrefix(got["id"], "ran:") || got["echo"] != "approval_denied" {
-		t.Fatalf("second run: %v", got)
+		t.Fatalf("second run: %v\nstderr:\n%s", got, r.stderr)
 	}
 	// Headless default: denied, never auto-approved.
 	other := e.skill("headless", "allowed-tools: Bash(true)", pyClient+`
