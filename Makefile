@@ -20,9 +20,14 @@ help: ## list the targets
 deps: ## install the build dependencies if missing (root on Debian/Ubuntu)
 	@scripts/provision.sh
 
+# Built in bin/.build and installed by copy: the page cache a freshly
+# linked file leaves behind is in large folios, and every process running
+# it would map ~10 MiB more of it (see BENCHMARKS.md, Scale).
 build: deps ## build bin/skillrun (cgo, -tags seccomp, static) and bin/skillrun-shim (pure Go, static)
-	CGO_ENABLED=1 $(GO) build -tags "$(TAGS)" -ldflags '$(STATIC_LDFLAGS)' -o bin/skillrun ./cmd/skillrun
-	CGO_ENABLED=0 $(GO) build -o bin/skillrun-shim ./cmd/skillrun-shim
+	CGO_ENABLED=1 $(GO) build -tags "$(TAGS)" -ldflags '$(STATIC_LDFLAGS)' -o bin/.build/skillrun ./cmd/skillrun
+	CGO_ENABLED=0 $(GO) build -o bin/.build/skillrun-shim ./cmd/skillrun-shim
+	install -m 0755 bin/.build/skillrun bin/.build/skillrun-shim bin/
+	rm -rf bin/.build
 
 demo: build ## the main job: a real skill through the real sandbox and broker (state in a temp dir)
 	./bin/skillrun doctor
